@@ -1,0 +1,5 @@
+import sys
+
+from jaxsched.cli.main import main
+
+sys.exit(main())

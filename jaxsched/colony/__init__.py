@@ -1,0 +1,1 @@
+"""The parallel two-pass ant colony."""

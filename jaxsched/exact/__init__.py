@@ -1,0 +1,1 @@
+"""Exact, bound-guided search over partially specified schedules."""

@@ -1,0 +1,1 @@
+"""Heuristics and bounds: list scheduling priorities, length and RP lower bounds."""

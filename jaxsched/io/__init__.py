@@ -1,0 +1,1 @@
+"""Front ends: LLVM AMDGPU MIR in and out, PTX to kernel instruction strings."""

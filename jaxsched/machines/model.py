@@ -1,0 +1,202 @@
+"""GPU machine models: issue width, register files and their occupancy tables.
+
+A register file maps a peak register pressure (in 32-bit units) to an occupancy (wavefronts per
+SIMD). Tables are stored as step lists ``((max_rp, occupancy), ...)`` with ``max_rp`` increasing;
+pressures above the last step get ``overflow_occupancy``. For use under ``jit`` the tables are
+expanded once to dense lookup arrays (`Machine.occupancy_lut`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import jax.numpy as jnp
+import numpy as np
+
+
+@dataclass(frozen=True)
+class RegisterFile:
+    """One register file, e.g. ``VGPR``.
+
+    Attributes:
+      name: file name as used in region files (case-sensitive, e.g. ``"VGPR"``).
+      steps: ``((max_rp, occupancy), ...)``, ``max_rp`` strictly increasing, occupancy
+        non-increasing. A peak RP ``p`` gets the occupancy of the first step with ``p <= max_rp``.
+      overflow_occupancy: occupancy of a peak above the last step (spilling territory).
+    """
+
+    name: str
+    steps: tuple[tuple[int, int], ...]
+    overflow_occupancy: int = 1
+
+    def __post_init__(self) -> None:
+        limits = [s[0] for s in self.steps]
+        occs = [s[1] for s in self.steps]
+        if not self.steps:
+            raise ValueError(f"register file {self.name!r}: empty occupancy table")
+        if any(b <= a for a, b in zip(limits, limits[1:], strict=False)):
+            raise ValueError(f"register file {self.name!r}: max_rp steps must increase")
+        if any(b > a for a, b in zip(occs, occs[1:], strict=False)):
+            raise ValueError(f"register file {self.name!r}: occupancy must not increase with RP")
+
+    @property
+    def max_rp(self) -> int:
+        """Largest RP covered by the table (the last step's ``max_rp``)."""
+        return self.steps[-1][0]
+
+    def occupancy(self, rp: int) -> int:
+        """Occupancy for a peak RP (plain Python)."""
+        for limit, occ in self.steps:
+            if rp <= limit:
+                return occ
+        return self.overflow_occupancy
+
+    def aprp(self, rp: int) -> int:
+        """Adjusted peak RP: the largest RP with the same occupancy as ``rp``."""
+        occ = self.occupancy(rp)
+        best = None
+        for limit, o in self.steps:
+            if o == occ:
+                best = limit
+        return best if best is not None else max(rp, self.max_rp + 1)
+
+
+@dataclass(frozen=True)
+class Machine:
+    """A GPU model for scheduling.
+
+    Attributes:
+      name: preset name.
+      issue_width: instructions issued per cycle (the paper's model: 1).
+      files: register files, in the order used by every per-file array in jaxsched.
+      target_occupancy: the occupancy the RP pass aims for (RP cost 0 when reached).
+    """
+
+    name: str
+    issue_width: int
+    files: tuple[RegisterFile, ...]
+    target_occupancy: int
+    _lut: np.ndarray = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.issue_width < 1:
+            raise ValueError(f"machine {self.name!r}: issue_width must be >= 1")
+        if not self.files:
+            raise ValueError(f"machine {self.name!r}: needs at least one register file")
+        names = [f.name for f in self.files]
+        if len(set(names)) != len(names):
+            raise ValueError(f"machine {self.name!r}: duplicate register file names {names}")
+        size = max(f.max_rp for f in self.files) + 2
+        lut = np.empty((len(self.files), size), dtype=np.int32)
+        for i, f in enumerate(self.files):
+            lut[i] = [f.occupancy(rp) for rp in range(size)]
+        object.__setattr__(self, "_lut", lut)
+
+    @property
+    def file_names(self) -> tuple[str, ...]:
+        return tuple(f.name for f in self.files)
+
+    @property
+    def num_files(self) -> int:
+        return len(self.files)
+
+    def file_index(self, name: str) -> int:
+        """Index of a register file by name; raises ``KeyError`` with the known names."""
+        for i, f in enumerate(self.files):
+            if f.name == name:
+                return i
+        raise KeyError(f"unknown register file {name!r} for machine {self.name!r} "
+                       f"(known: {', '.join(self.file_names)})")
+
+    @property
+    def occupancy_lut(self) -> np.ndarray:
+        """int32[F, T] occupancy by (file, peak RP), RP clipped to ``T - 1`` (overflow)."""
+        return self._lut
+
+    def occupancy(self, peaks: tuple[int, ...] | list[int] | np.ndarray) -> int:
+        """Occupancy of per-file peak RPs (plain Python, min over files)."""
+        return min(f.occupancy(int(p)) for f, p in zip(self.files, peaks, strict=True))
+
+    def rp_cost(self, peaks: tuple[int, ...] | list[int] | np.ndarray) -> int:
+        """``max(0, target_occupancy - occupancy(peaks))``: 0 is best."""
+        return max(0, self.target_occupancy - self.occupancy(peaks))
+
+
+def occupancy_jax(peaks: jnp.ndarray, lut: jnp.ndarray) -> jnp.ndarray:
+    """Occupancy under jit.
+
+    Args:
+      peaks: int[..., F] per-file peak RP.
+      lut: int32[F, T] from `Machine.occupancy_lut`.
+    Returns:
+      int32[...] occupancy (min over files).
+    """
+    t = lut.shape[-1]
+    idx = jnp.clip(peaks, 0, t - 1)
+    per_file = jnp.take_along_axis(
+        jnp.broadcast_to(lut, (*idx.shape[:-1], *lut.shape)), idx[..., None], axis=-1
+    )[..., 0]
+    return jnp.min(per_file, axis=-1)
+
+
+def rp_cost_jax(peaks: jnp.ndarray, lut: jnp.ndarray, target: jnp.ndarray | int) -> jnp.ndarray:
+    """RP cost ``max(0, target - occupancy(peaks))`` under jit; int32[...]."""
+    return jnp.maximum(0, target - occupancy_jax(peaks, lut))
+
+
+def _gfx906_vgpr_steps() -> tuple[tuple[int, int], ...]:
+    return ((24, 10), (28, 9), (32, 8), (36, 7), (40, 6), (48, 5), (64, 4), (84, 3), (128, 2),
+            (256, 1))
+
+
+def gfx906() -> Machine:
+    """AMD gfx906 (Radeon VII, MI50/60), wave64, the paper's target.
+
+    VGPR: <=24 -> 10, <=28 -> 9, ..., <=128 -> 2, <=256 -> 1; above 256 spills (occupancy 0
+    would be meaningless, so 1). SGPR: <=80 -> 10, <=88 -> 9, <=100 -> 8, else 7.
+    """
+    return Machine(
+        name="gfx906",
+        issue_width=1,
+        files=(
+            RegisterFile("VGPR", _gfx906_vgpr_steps(), overflow_occupancy=1),
+            RegisterFile("SGPR", ((80, 10), (88, 9), (100, 8)), overflow_occupancy=7),
+        ),
+        target_occupancy=10,
+    )
+
+
+def generic(
+    files: tuple[str, ...] = ("VGPR", "SGPR"),
+    registers_per_file: int = 256,
+    max_occupancy: int = 8,
+    issue_width: int = 1,
+) -> Machine:
+    """A generic GPU: each file of ``registers_per_file`` shared by up to ``max_occupancy``
+    waves; occupancy = min(max_occupancy, registers_per_file // roundup4(rp))."""
+
+    def steps() -> tuple[tuple[int, int], ...]:
+        out: list[tuple[int, int]] = []
+        for occ in range(max_occupancy, 0, -1):
+            limit = (registers_per_file // occ) // 4 * 4
+            if limit >= 4 and (not out or limit > out[-1][0]):
+                out.append((limit, occ))
+        return tuple(out)
+
+    return Machine(
+        name="generic",
+        issue_width=issue_width,
+        files=tuple(RegisterFile(f, steps(), overflow_occupancy=1) for f in files),
+        target_occupancy=max_occupancy,
+    )
+
+
+PRESETS = {"gfx906": gfx906, "generic": generic}
+
+
+def get_machine(name: str) -> Machine:
+    """A preset by name (``gfx906``, ``generic``); raises ``ValueError`` listing presets."""
+    try:
+        return PRESETS[name]()
+    except KeyError:
+        raise ValueError(f"unknown machine {name!r} (presets: {', '.join(PRESETS)})") from None

@@ -1,0 +1,1 @@
+"""Worst-case warp makespan on one SM by parallel simulated annealing."""
