@@ -168,6 +168,8 @@ def _int_vector(x: Sequence[int] | np.ndarray, n: int, label: str, where: str) -
         raise InvalidSchedule(
             f"{where}: {label} has {a.shape[0]} entries, the region has {n} instructions"
         )
+    if not hasattr(x, "dtype") and any(isinstance(v, bool | np.bool_) for v in x):
+        raise InvalidSchedule(f"{where}: {label} must hold integers, got a boolean")
     if a.dtype == bool or not np.issubdtype(a.dtype, np.integer):
         if a.dtype == object and all(
             isinstance(v, int | np.integer) and not isinstance(v, bool) for v in a
