@@ -64,7 +64,7 @@ class Knobs(NamedTuple):
     scalar_operand_prob: float = 0.2  # an ALU operand is a scalar (SGPR) kernel argument
     cross_chain_prob: float = 0.25  # an ALU operand is the result of an earlier chain
     accumulate_prob: float = 0.3  # a chain's result is added into an accumulator
-    store_prob: float = 0.5  # a chain ends with a store (otherwise its result flows on)
+    store_prob: float = 0.5  # a chain ends with a store (and when 4 results wait, if > 0)
     memory_edge_prob: float = 0.3  # per store: add load->store / store->load ordering edges
     load_latency: tuple[int, int] = (20, 80)  # vector memory load latency (cycles)
     scalar_load_latency: tuple[int, int] = (4, 6)  # scalar memory load latency (cycles)
@@ -227,7 +227,7 @@ def _prologue(b: _Builder, k: Knobs, n: int) -> tuple[list[str], list[str]]:
         return bases, scalars
     kernarg = b.live_in_reg("SGPR", 2)
     n_bases = 1 + int(rng.integers(0, 2 + min(2, n // 128)))
-    n_scalars = int(rng.integers(0, 2 + min(3, n // 64)))
+    n_scalars = int(rng.integers(int(n >= 64), 2 + min(3, n // 64)))
     offset = 36
     bases, scalars = [], []
     for _ in range(n_bases):
@@ -334,7 +334,7 @@ def _group(
         if accs and not ch.f64 and rng.random() < k.accumulate_prob:
             a = int(rng.integers(0, len(accs)))
             accs[a], _ = b.emit("V_ADD_F32_e32", ("VGPR", 1), [accs[a], val], 1)
-        elif len(results) >= _MAX_RESULTS or rng.random() < k.store_prob:
+        elif (k.store_prob > 0 and len(results) >= _MAX_RESULTS) or rng.random() < k.store_prob:
             opc, s = (
                 ("GLOBAL_STORE_DWORDX2", 64)
                 if b.registers[val].width == 2
