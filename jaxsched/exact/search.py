@@ -1,0 +1,453 @@
+"""Exact best-first branch and bound over schedule prefixes, for both passes of the two-pass
+problem.
+
+**Branching: on schedule prefixes.** A node is a prefix of the issue order; its children append
+one ready instruction (all predecessors issued). In the length pass each appended instruction
+is placed at its earliest cycle that is not before the previous one (``max(current cycle, latest
+predecessor + latency)``, next cycle when the current one is full). Every schedule is dominated by
+such a greedy timing of its own issue order (same order, no later cycles), and the register
+pressure depends only on the order, so enumerating orders loses no optimum. In the RP pass
+(latencies ignored) a node's cost is its peak RP vector so far.
+
+**Bounds** (`jaxsched.exact.expand`): per-file RP lower bounds, the optimistic longest path
+through the unscheduled instructions from their earliest cycles (the partially specified
+schedule's bound: the prefix fixes an order between every issued instruction and the rest),
+release-time and tail resource bounds. A child whose bound is not better than the incumbent is
+pruned; so is one that cannot meet the RP limit (length pass).
+
+**Dominance.** Two prefixes with the same scheduled set have the same live registers (the
+liveness model makes them a function of the set). In the RP pass a prefix is dominated by
+another with the same set and no larger peak in any file; in the length pass by one with the
+same set, no later next issue slot and no later earliest cycle for any unscheduled instruction.
+Dominated prefixes are dropped (a bounded number of labels is stored per set; storing fewer only
+prunes less).
+
+**Order of search.** Best first on (bound, deeper first), popping K nodes at a time whose
+children are evaluated in one jitted call. When the best open bound is not better than the
+incumbent, the incumbent is optimal. Budgets (expanded nodes, seconds) stop the search early
+with a proven interval ``[lower, upper]``; ``lower`` is the best open bound.
+
+Objectives (match the colony): RP pass, key ``(machine.rp_cost(peaks), sum of per-file peaks)``
+lexicographically, lowest first; length pass, key ``(length,)`` with length = max cycle + 1, under
+``machine.rp_cost(peaks) <= rp_target`` (the RP of the issue order).
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxsched.exact.expand import Nodes, Params, expand, root
+from jaxsched.exact.tables import (
+    Tables,
+    build_tables,
+    check_order,
+    greedy_cycles,
+    order_from_cycles,
+    order_peaks,
+    rp_limits,
+)
+from jaxsched.machines.model import Machine
+from jaxsched.problem.region import Region
+
+OBJECTIVES = ("rp", "length")
+#: Labels stored per scheduled set for dominance checks.
+MAX_LABELS = 16
+
+
+class ExactError(ValueError):
+    """Bad arguments to the exact solver (the message names the argument and the region)."""
+
+
+class ExactResult(NamedTuple):
+    """Outcome of an exact search.
+
+    Attributes:
+      status: ``"optimal"`` (``lower == upper``, the schedule is optimal), ``"bounded"`` (budget
+        ran out: optimum in ``[lower, upper]``) or ``"infeasible"`` (no schedule meets the RP
+        target; ``cycles``/``order`` None).
+      objective: ``"rp"`` or ``"length"``.
+      lower: proven lower bound on the key: ``(rp_cost, peak_sum)`` or ``(length,)``.
+      upper: key of the best schedule found (``None`` if none was found).
+      order: int64[n] issue order of the best schedule, or None.
+      cycles: int64[n] issue cycle per instruction (RP pass: positions), or None.
+      peaks: per-file peak RP (machine file order) of the best schedule, or None.
+      rp_cost: ``machine.rp_cost(peaks)`` of the best schedule (-1 if none).
+      length: length in cycles of the best schedule (RP pass: n; -1 if none).
+      nodes: search nodes expanded.
+      seconds: wall time (compilation included).
+    """
+
+    status: str
+    objective: str
+    lower: tuple[int, ...]
+    upper: tuple[int, ...] | None
+    order: np.ndarray | None
+    cycles: np.ndarray | None
+    peaks: tuple[int, ...] | None
+    rp_cost: int
+    length: int
+    nodes: int
+    seconds: float
+
+    @property
+    def optimal(self) -> bool:
+        return self.status == "optimal"
+
+
+class _Pool:
+    """Growable host store of search nodes (rows), with parent links for reconstruction."""
+
+    def __init__(self, n: int, f: int, cap: int = 1024) -> None:
+        self.sched = np.zeros((cap, n), bool)
+        self.est = np.zeros((cap, n), np.int32)
+        self.slot = np.zeros(cap, np.int32)
+        self.peaks = np.zeros((cap, f), np.int32)
+        self.parent = np.zeros(cap, np.int64)
+        self.inst = np.zeros(cap, np.int64)
+        self.size = 0
+
+    def add(self, sched, est, slot, peaks, parent, inst) -> np.ndarray:
+        """Append rows; returns their ids."""
+        k = len(slot)
+        need = self.size + k
+        if need > len(self.slot):
+            cap = max(need, 2 * len(self.slot))
+            for name in ("sched", "est", "slot", "peaks", "parent", "inst"):
+                old = getattr(self, name)
+                new = np.zeros((cap, *old.shape[1:]), old.dtype)
+                new[: self.size] = old[: self.size]
+                setattr(self, name, new)
+        ids = np.arange(self.size, need)
+        self.sched[ids], self.est[ids], self.slot[ids] = sched, est, slot
+        self.peaks[ids], self.parent[ids], self.inst[ids] = peaks, parent, inst
+        self.size = need
+        return ids
+
+    def order(self, node: int) -> list[int]:
+        out = []
+        while node > 0:
+            out.append(int(self.inst[node]))
+            node = int(self.parent[node])
+        return out[::-1]
+
+
+def _key(objective: str, machine: Machine, peaks: np.ndarray, length: int) -> tuple[int, ...]:
+    if objective == "rp":
+        return (machine.rp_cost(peaks), int(np.sum(peaks)))
+    return (int(length),)
+
+
+def _check_args(
+    region: Region, machine: Machine, objective: str, rp_target, node_budget, time_budget, batch
+) -> None:
+    where = f"region {region.name!r}"
+    if objective not in OBJECTIVES:
+        raise ExactError(f"{where}: objective must be one of {OBJECTIVES}, got {objective!r}")
+    if rp_target is not None and (
+        isinstance(rp_target, bool) or not isinstance(rp_target, int | np.integer) or rp_target < 0
+    ):
+        raise ExactError(f"{where}: rp_target must be an integer >= 0 or None, got {rp_target!r}")
+    if isinstance(node_budget, bool) or not isinstance(node_budget, int) or node_budget < 1:
+        raise ExactError(f"{where}: node_budget must be an integer >= 1, got {node_budget!r}")
+    if not isinstance(time_budget, int | float) or not time_budget > 0:
+        raise ExactError(f"{where}: time_budget must be seconds > 0, got {time_budget!r}")
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise ExactError(f"{where}: batch must be an integer >= 1, got {batch!r}")
+    try:
+        region.check_machine(machine)
+    except ValueError as e:
+        raise ExactError(str(e)) from None
+
+
+def _initial_orders(region: Region, t: Tables) -> list[np.ndarray]:
+    """A few list-scheduling orders (critical path, input order) as starting incumbents."""
+    n = len(region)
+    preds = [set(p for p, _ in ps) for ps in region.predecessors()]
+    cp = region.critical_path()
+    out = [np.asarray(region.topological_order(), np.int64)]
+    done: set[int] = set()
+    order: list[int] = []
+    while len(order) < n:
+        ready = [i for i in range(n) if i not in done and preds[i] <= done]
+        j = max(ready, key=lambda i: (cp[i], -i))
+        order.append(j)
+        done.add(j)
+    out.append(np.asarray(order, np.int64))
+    return out
+
+
+def solve_exact(
+    region: Region,
+    machine: Machine,
+    *,
+    objective: str = "rp",
+    rp_target: int | None = None,
+    node_budget: int = 200_000,
+    time_budget: float = 10.0,
+    incumbent_cycles: np.ndarray | list[int] | None = None,
+    incumbent_order: np.ndarray | list[int] | None = None,
+    batch: int = 32,
+) -> ExactResult:
+    """Best-first branch and bound for one pass (see the module docstring).
+
+    Args:
+      region: the region (n instructions).
+      machine: target machine (issue width and register files).
+      objective: ``"rp"`` (lowest RP cost, then lowest sum of per-file peaks; latencies ignored)
+        or ``"length"`` (shortest schedule with latencies and issue width).
+      rp_target: length pass only: the RP cost the schedule must not exceed; None = no limit.
+      node_budget: stop after expanding about this many nodes (a batch may finish).
+      time_budget: stop after about this many seconds (checked once per batch).
+      incumbent_cycles: optional int[n] cycles of a known schedule (e.g. the colony's), used as the
+        starting upper bound if it meets the RP target; its issue order is by cycle.
+      incumbent_order: optional int[n] issue order of a known schedule (alternative to cycles).
+      batch: K, nodes expanded per jitted call.
+
+    Returns:
+      `ExactResult`; its schedule (if any) is valid and meets the RP target.
+
+    Raises:
+      ExactError: bad arguments, or an incumbent that is not a valid schedule.
+    """
+    start = time.perf_counter()
+    _check_args(region, machine, objective, rp_target, node_budget, time_budget, batch)
+    t_np = build_tables(region, machine)
+    n = len(region)
+    w = machine.issue_width if objective == "length" else 1
+    big = np.iinfo(np.int32).max // 4
+    limit = (
+        rp_limits(machine, int(rp_target))
+        if objective == "length" and rp_target is not None
+        else np.full(machine.num_files, big, np.int32)
+    )
+
+    def finish_cycles(order: np.ndarray) -> np.ndarray:
+        if objective == "rp":
+            cyc = np.empty(n, np.int64)
+            cyc[order] = np.arange(n)
+            return cyc
+        return greedy_cycles(region, order, w)
+
+    best_order: np.ndarray | None = None
+    best_key: tuple[int, ...] | None = None
+    best_peaks: np.ndarray | None = None
+
+    def offer(order: np.ndarray) -> None:
+        nonlocal best_order, best_key, best_peaks
+        peaks = order_peaks(t_np, order)
+        if np.any(peaks > limit):
+            return
+        cyc = finish_cycles(order)
+        key = _key(objective, machine, peaks, int(cyc.max()) + 1)
+        if best_key is None or key < best_key:
+            best_order, best_key, best_peaks = order, key, peaks
+
+    if incumbent_cycles is not None:
+        offer(order_from_cycles(region, incumbent_cycles, "incumbent_cycles"))
+    if incumbent_order is not None:
+        offer(check_order(region, incumbent_order, "incumbent_order"))
+    for order in _initial_orders(region, t_np):
+        offer(order)
+
+    t = jax.tree.map(jnp.asarray, t_np)
+    params = Params(
+        issue_width=jnp.int32(w),
+        rp_limit=jnp.asarray(limit, jnp.int32),
+        lut=jnp.asarray(machine.occupancy_lut),
+        target=jnp.int32(machine.target_occupancy),
+    )
+    N, F = t_np.valid.shape[0], machine.num_files
+    r = root(t_np, batch)
+    pool = _Pool(N, F)
+    pool.add(r.sched[:1], r.est[:1], r.slot[:1], r.peaks[:1], [0], [-1])
+    root_peaks = r.peaks[0]
+    if objective == "length" and np.any(root_peaks > limit):
+        return _result("infeasible", objective, (big,), None, None, None, None, machine, 0, start)
+
+    heap: list[tuple] = [((0,) * (2 if objective == "rp" else 1), 0, 0)]  # (key, -depth, id)
+    labels: dict[bytes, list[np.ndarray]] = {}
+    lower: tuple[int, ...] = (0, 0) if objective == "rp" else (1,)
+    capacity = max(4 * batch, 64)
+    expanded = 0
+    status = None
+    while True:
+        if heap and best_key is not None and heap[0][0] >= best_key:
+            heap.clear()  # every open node is no better than the incumbent
+        if not heap:
+            status = "optimal" if best_key is not None else "infeasible"
+            break
+        lower = max(lower, heap[0][0])
+        if expanded >= node_budget or time.perf_counter() - start > time_budget:
+            status = "bounded"
+            break
+        ids = []
+        while heap and len(ids) < batch:
+            key, _, nid = heapq.heappop(heap)
+            if best_key is None or key < best_key:
+                ids.append(nid)
+        if not ids:
+            continue
+        expanded += len(ids)
+        nodes = _gather(pool, ids, batch)
+        while True:
+            ch = expand(t, nodes, params, capacity=capacity, objective=objective)
+            if not bool(ch.overflow):
+                break
+            capacity = int(2 ** np.ceil(np.log2(int(ch.count))))
+        ch = jax.tree.map(np.asarray, ch)
+        keep = np.flatnonzero(ch.valid)
+        if keep.size == 0:
+            continue
+        depth = ch.sched[keep].sum(axis=1) - int((~t_np.valid).sum())
+        complete = depth == n
+        for c in keep[complete]:
+            parent_id = ids[int(ch.parent[c])]
+            order = np.asarray([*pool.order(parent_id), int(ch.inst[c])], np.int64)
+            offer(order)
+        rest = keep[~complete]
+        if rest.size == 0:
+            continue
+        keys = (
+            np.stack([ch.key[rest], ch.tie[rest]], 1)
+            if objective == "rp"
+            else ch.key[rest][:, None]
+        )
+        packed = np.packbits(ch.sched[rest], axis=1)
+        lab = (
+            ch.peaks[rest]
+            if objective == "rp"
+            else np.concatenate([ch.slot[rest][:, None], ch.est[rest]], axis=1)
+        )
+        depth_rest = depth[~complete]
+        chosen = []
+        for k in range(rest.size):
+            key = tuple(int(v) for v in keys[k])
+            if best_key is not None and key >= best_key:
+                continue
+            if _dominated(labels, packed[k].tobytes(), lab[k]):
+                continue
+            chosen.append(k)
+        if not chosen:
+            continue
+        sel = rest[chosen]
+        new = pool.add(
+            ch.sched[sel],
+            ch.est[sel],
+            ch.slot[sel],
+            ch.peaks[sel],
+            [ids[int(p)] for p in ch.parent[sel]],
+            ch.inst[sel],
+        )
+        for k, nid in zip(chosen, new, strict=True):
+            heapq.heappush(heap, (tuple(int(v) for v in keys[k]), -int(depth_rest[k]), int(nid)))
+    if status == "optimal":
+        lower = best_key
+    elif status == "infeasible":
+        lower = (big,) if objective == "length" else lower
+    elif best_key is not None:
+        lower = min(lower, best_key)
+    cycles = finish_cycles(best_order) if best_order is not None else None
+    return _result(
+        status, objective, lower, best_key, best_order, cycles, best_peaks, machine, expanded, start
+    )
+
+
+def _gather(pool: _Pool, ids: list[int], batch: int) -> Nodes:
+    k = len(ids)
+    idx = np.zeros(batch, np.int64)
+    idx[:k] = ids
+    valid = np.zeros(batch, bool)
+    valid[:k] = True
+    return Nodes(
+        sched=pool.sched[idx],
+        est=pool.est[idx],
+        slot=pool.slot[idx],
+        peaks=pool.peaks[idx],
+        valid=valid,
+    )
+
+
+def _dominated(labels: dict[bytes, list[np.ndarray]], key: bytes, lab: np.ndarray) -> bool:
+    """True if a stored label of the same set is <= ``lab`` everywhere; else store ``lab``."""
+    lst = labels.get(key)
+    if lst is None:
+        labels[key] = [lab]
+        return False
+    for other in lst:
+        if np.all(other <= lab):
+            return True
+    if len(lst) < MAX_LABELS:
+        lst.append(lab)
+    return False
+
+
+def _result(status, objective, lower, upper, order, cycles, peaks, machine, nodes, start):
+    return ExactResult(
+        status=status,
+        objective=objective,
+        lower=tuple(int(v) for v in lower),
+        upper=None if upper is None else tuple(int(v) for v in upper),
+        order=order,
+        cycles=cycles,
+        peaks=None if peaks is None else tuple(int(v) for v in peaks),
+        rp_cost=-1 if peaks is None else int(machine.rp_cost(peaks)),
+        length=-1 if cycles is None else int(cycles.max()) + 1,
+        nodes=int(nodes),
+        seconds=time.perf_counter() - start,
+    )
+
+
+class TwoPassResult(NamedTuple):
+    """Both passes: ``rp`` (pass 1) and ``length`` (pass 2 under pass 1's best RP cost)."""
+
+    rp: ExactResult
+    length: ExactResult
+
+    @property
+    def optimal(self) -> bool:
+        return self.rp.optimal and self.length.optimal
+
+
+def solve_two_pass(
+    region: Region,
+    machine: Machine,
+    *,
+    node_budget: int = 200_000,
+    time_budget: float = 10.0,
+    incumbent_cycles: np.ndarray | list[int] | None = None,
+    batch: int = 32,
+) -> TwoPassResult:
+    """Pass 1 (lowest RP cost, order only) then pass 2 (shortest length at that RP cost).
+
+    Each pass gets ``node_budget`` and ``time_budget``. Pass 2's target is the RP cost of pass
+    1's best order (proven optimal or not), and that order, timed greedily, is its first
+    incumbent, so pass 2 always returns a schedule. ``incumbent_cycles`` (e.g. the colony's
+    schedule) seeds both passes.
+    """
+    rp = solve_exact(
+        region,
+        machine,
+        objective="rp",
+        node_budget=node_budget,
+        time_budget=time_budget,
+        incumbent_cycles=incumbent_cycles,
+        batch=batch,
+    )
+    length = solve_exact(
+        region,
+        machine,
+        objective="length",
+        rp_target=rp.rp_cost,
+        node_budget=node_budget,
+        time_budget=time_budget,
+        incumbent_cycles=incumbent_cycles,
+        incumbent_order=rp.order,
+        batch=batch,
+    )
+    return TwoPassResult(rp, length)
