@@ -221,9 +221,12 @@ def _sequence(
     for e in region.edges:
         if cyc[e.src] == cyc[e.dst]:
             same.setdefault(e.dst, []).append(e.src)
+    by_cycle = np.argsort(cyc, kind="stable")  # by cycle, ties by id
+    starts = np.flatnonzero(np.diff(cyc[by_cycle], prepend=-1) != 0)
     seq_list: list[int] = []
-    for c in np.unique(cyc):
-        group = [int(i) for i in np.flatnonzero(cyc == c)]
+    for lo, hi in zip(starts, [*starts[1:], n], strict=True):
+        group = [int(i) for i in by_cycle[lo:hi]]
+        c = cyc[group[0]]
         placed: set[int] = set()
         while group:
             pick = next(
