@@ -1,1 +1,2 @@
-"""Front ends: LLVM AMDGPU MIR in and out, PTX to kernel instruction strings."""
+"""Front ends: LLVM AMDGPU MIR in and out (`jaxsched.io.mir`), PTX to kernel instruction strings
+(`jaxsched.io.ptx`)."""

@@ -1,0 +1,129 @@
+"""AMDGPU opcode classes: latency (gfx906 approximation), scheduling boundaries, side effects.
+
+The latency table approximates LLVM's ``SISchedule.td`` model used for gfx906 (Vega 20); the
+numbers are the cycles from issue until a dependent instruction may issue:
+
+=====================================================  ========  ===============================
+class (first matching rule wins)                        latency   examples
+=====================================================  ========  ===============================
+vector memory (GLOBAL_, FLAT_, BUFFER_, SCRATCH_,       80        GLOBAL_LOAD_DWORD
+TBUFFER_, IMAGE_, SI_SPILL_V*)
+scalar memory (S_LOAD_, S_BUFFER_LOAD_, S_STORE_,       5         S_LOAD_DWORDX2_IMM
+S_SCRATCH_, S_ATOMIC_, SI_SPILL_S*)
+LDS / GDS (DS_)                                         5         DS_READ_B32
+double precision (F64 in the opcode)                    16        V_FMA_F64_e64, V_ADD_F64_e64
+transcendental (EXP, LOG, RCP, RSQ, SQRT, SIN, COS)     4         V_SQRT_F32_e32
+quarter-rate integer (V_MUL_LO/HI 32, V_MAD_U64_U32)    4         V_MUL_LO_U32_e64
+64-bit shifts and V_MOV_B64_PSEUDO                      2         V_LSHLREV_B64_e64
+export (EXP)                                            4         EXP_DONE
+everything else (VALU, SALU, COPY, pseudos)             1         V_ADD_F32_e32, S_ADD_I32
+=====================================================  ========  ===============================
+
+Edge latencies derived from it: a data edge carries the latency of its source; an anti edge 0
+(LLVM's value: the redefinition may issue right after the read); output and memory-order
+edges 1.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: Latency of each class (cycles).
+LATENCY = {
+    "vmem": 80,
+    "smem": 5,
+    "lds": 5,
+    "f64": 16,
+    "trans": 4,
+    "quarter": 4,
+    "b64": 2,
+    "export": 4,
+    "alu": 1,
+}
+ANTI_LATENCY = 0
+OUTPUT_LATENCY = 1
+ORDER_LATENCY = 1
+
+_VMEM = re.compile(r"^(GLOBAL_|FLAT_|BUFFER_|SCRATCH_|TBUFFER_|IMAGE_|SI_SPILL_[VA])")
+_SMEM = re.compile(
+    r"^(S_LOAD_|S_BUFFER_LOAD_|S_STORE_|S_BUFFER_STORE_|S_SCRATCH_|S_ATOMIC_|"
+    r"S_BUFFER_ATOMIC_|SI_SPILL_S)"
+)
+_LDS = re.compile(r"^DS_")
+_LDS_NOT_MEMORY = re.compile(r"^DS_(SWIZZLE|PERMUTE|BPERMUTE)_")
+_TRANS = re.compile(r"^V_(EXP|LOG|RCP|RSQ|SQRT|SIN|COS)(_|$)")
+_QUARTER = re.compile(r"^V_(MUL_LO_[UI]32|MUL_HI_[UI]32|MAD_[UI]64_[UI]32|MUL_LO_I32)")
+_B64 = re.compile(r"^(V_(LSHLREV|LSHRREV|ASHRREV|LSHL|LSHR|ASHR)_[BI]64|V_MOV_B64_PSEUDO)")
+
+#: Opcodes that end a scheduling region (LLVM: terminators, calls, labels, EXEC writes,
+#: S_SETREG, GPR-index mode changes). EXEC writes are detected from operands in `is_boundary`.
+_BOUNDARY = re.compile(
+    r"^(S_BRANCH|S_CBRANCH_|S_ENDPGM|S_SETPC_|S_SWAPPC_|S_CALL_|S_RFE_|S_SETREG_|"
+    r"S_SET_GPR_IDX_|SET_GPR_IDX|SI_CALL|SI_TCRETURN|SI_RETURN|SI_IF|SI_ELSE|SI_LOOP|SI_END_CF|"
+    r"SI_KILL_.*TERMINATOR|SI_EARLY_TERMINATE|SI_BR_UNDEF|SI_MASK_BRANCH|SI_NON_UNIFORM_BRCOND|"
+    r"SI_WATERFALL|SI_RETURN_TO_EPILOG|S_TRAP|S_.*_term$|.*_term$|"
+    r"EH_LABEL|GC_LABEL|ANNOTATION_LABEL|CFI_INSTRUCTION|INLINEASM_BR|BUNDLE|TCRETURN|"
+    r"S_CODE_END|RETURN|G_BR)"
+)
+#: Known instructions without side effects beyond their operands (safe to move around memory).
+_PURE = re.compile(
+    r"^(V_|COPY$|IMPLICIT_DEF$|REG_SEQUENCE$|INSERT_SUBREG$|EXTRACT_SUBREG$|SUBREG_TO_REG$|"
+    r"KILL$|COPY_TO_REGCLASS$|SI_INIT_M0$|SI_PC_ADD_REL_OFFSET$|DS_SWIZZLE_|DS_PERMUTE_|"
+    r"DS_BPERMUTE_|S_(MOV|MOVK|CMOV|CMOVK|ADD|ADDC|ADDK|SUB|SUBB|SUBK|MUL|MULK|MUL_HI|AND|OR|"
+    r"XOR|ANDN2|ORN2|NAND|NOR|XNOR|NOT|WQM|BREV|BCNT0|BCNT1|FF0|FF1|FLBIT|SEXT|BITSET0|BITSET1|"
+    r"LSHL|LSHR|ASHR|LSHL1_ADD|LSHL2_ADD|LSHL3_ADD|LSHL4_ADD|BFE|BFM|CSELECT|CMP|CMPK|ABS|"
+    r"ABSDIFF|MIN|MAX|PACK|GETPC|CVT|QUADMASK|MOVRELD|MOVRELS|BITREPLICATE|AND_SAVEEXEC|"
+    r"OR_SAVEEXEC|XOR_SAVEEXEC|ANDN2_SAVEEXEC|ORN2_SAVEEXEC|NAND_SAVEEXEC|NOR_SAVEEXEC|"
+    r"XNOR_SAVEEXEC|ANDN1_SAVEEXEC|ORN1_SAVEEXEC|ANDN1_WREXEC|ANDN2_WREXEC)_)"
+)
+_MEMORY = re.compile(
+    r"^(GLOBAL_|FLAT_|BUFFER_|SCRATCH_|TBUFFER_|IMAGE_|DS_|S_LOAD_|S_BUFFER_LOAD_|S_STORE_|"
+    r"S_BUFFER_STORE_|S_SCRATCH_|S_ATOMIC_|S_BUFFER_ATOMIC_|SI_SPILL_)"
+)
+
+
+def latency(opcode: str) -> int:
+    """Issue-to-use latency of an opcode (cycles), from the table in the module docstring."""
+    return LATENCY[latency_class(opcode)]
+
+
+def latency_class(opcode: str) -> str:
+    """The class name of an opcode (a key of `LATENCY`)."""
+    if _VMEM.match(opcode):
+        return "vmem"
+    if _SMEM.match(opcode):
+        return "smem"
+    if _LDS.match(opcode):
+        return "lds" if not _LDS_NOT_MEMORY.match(opcode) else "alu"
+    if opcode.startswith("EXP"):
+        return "export"
+    if opcode.startswith("V_") and "F64" in opcode:
+        return "f64"
+    if _TRANS.match(opcode):
+        return "trans"
+    if _QUARTER.match(opcode):
+        return "quarter"
+    if _B64.match(opcode):
+        return "b64"
+    return "alu"
+
+
+def is_boundary_opcode(opcode: str) -> bool:
+    """True for opcodes LLVM never schedules across (the region ends before them)."""
+    return bool(_BOUNDARY.match(opcode))
+
+
+def is_memory_opcode(opcode: str) -> bool:
+    """True for opcodes that access memory (loads, stores, atomics; not DS swizzles)."""
+    return bool(_MEMORY.match(opcode)) and not _LDS_NOT_MEMORY.match(opcode)
+
+
+def has_side_effects(opcode: str) -> bool:
+    """True unless the opcode is known to have no effect beyond its operands and memory.
+
+    Unknown opcodes count as having side effects (ordered against every memory access and every
+    other side-effect instruction), which is never looser than LLVM.
+    """
+    if is_memory_opcode(opcode):
+        return False
+    return not _PURE.match(opcode)

@@ -1,0 +1,290 @@
+"""LLVM AMDGPU MIR in and out: import regions, schedule them, write MIR back, compare with llc.
+
+Typical use::
+
+    module = read_mir("kernel.mir")            # llc -stop-before=machine-scheduler output
+    regions = [r.region for r in module.regions if r.region is not None]
+    orders, notes = schedule_orders(module, gfx906())
+    text = write_mir(module, orders)           # same MIR, instructions reordered
+
+`compare` runs ``llc`` twice (LLVM's own scheduler, and our order with
+``-start-after=machine-scheduler``) and reads VGPRs, SGPRs, occupancy, spills, scratch and code
+size from the assembler output of each.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+from jaxsched.io.mir_parse import MirError, MirModule, read_mir
+from jaxsched.io.mir_regions import MirRegion, extract_regions
+from jaxsched.io.mir_write import OrderError, check_order, write_mir
+from jaxsched.machines.model import Machine
+from jaxsched.problem.region import Region
+
+__all__ = [
+    "AsmStats",
+    "LlcError",
+    "MirError",
+    "MirModule",
+    "MirRegion",
+    "OrderError",
+    "asm_stats",
+    "check_order",
+    "compare",
+    "extract_regions",
+    "find_llc",
+    "list_schedule",
+    "ll_to_asm",
+    "ll_to_mir",
+    "mir_to_asm",
+    "read_mir",
+    "schedule_orders",
+    "write_mir",
+]
+
+#: Default target CPU for llc.
+MCPU = "gfx906"
+
+
+class LlcError(MirError):
+    """``llc`` is missing or failed; the message carries its stderr."""
+
+
+def find_llc() -> str | None:
+    """Path of ``llc`` (or ``llc-14``...), honouring ``$JAXSCHED_LLC``; None if absent."""
+    env = os.environ.get("JAXSCHED_LLC")
+    if env:
+        return env if shutil.which(env) or Path(env).exists() else None
+    for name in ("llc", "llc-14", "llc-15", "llc-16", "llc-17", "llc-18"):
+        p = shutil.which(name)
+        if p:
+            return p
+    return None
+
+
+def run_llc(args: Sequence[str], timeout: float = 120.0) -> str:
+    """Run llc with ``args``; return its stdout. `LlcError` if missing or failing."""
+    llc = find_llc()
+    if llc is None:
+        raise LlcError("llc not found (install LLVM, e.g. apt-get install llvm-14)")
+    proc = subprocess.run([llc, *args], capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        raise LlcError(f"llc {' '.join(args)} failed:\n{proc.stderr.strip()[-4000:]}")
+    return proc.stdout
+
+
+def ll_to_mir(
+    path: str | os.PathLike, *, mcpu: str = MCPU, stop_before: str = "machine-scheduler"
+) -> str:
+    """MIR of an LLVM IR file, stopped before ``stop_before`` (amdgcn target)."""
+    return run_llc(
+        ["-march=amdgcn", f"-mcpu={mcpu}", f"-stop-before={stop_before}", str(path), "-o", "-"]
+    )
+
+
+def ll_to_asm(path: str | os.PathLike, *, mcpu: str = MCPU) -> str:
+    """Assembly of an LLVM IR file with LLVM's own scheduler."""
+    return run_llc(["-march=amdgcn", f"-mcpu={mcpu}", str(path), "-o", "-"])
+
+
+def mir_to_asm(mir_text: str, *, mcpu: str = MCPU, start: str = "-start-after") -> str:
+    """Assembly from MIR stopped before the machine scheduler.
+
+    ``start="-start-after"`` keeps the MIR's instruction order (ours);
+    ``start="-start-before"`` runs LLVM's scheduler on it (LLVM's order).
+    """
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "in.mir"
+        p.write_text(mir_text)
+        return run_llc(
+            ["-march=amdgcn", f"-mcpu={mcpu}", f"{start}=machine-scheduler", str(p), "-o", "-"]
+        )
+
+
+class AsmStats(NamedTuple):
+    """Per-function figures from llc's AMDGPU assembler output (-1 where not printed)."""
+
+    vgprs: int
+    sgprs: int
+    occupancy: int
+    scratch: int
+    spills: int  # SGPR + VGPR spill count (metadata), else count of "Spill" comments
+    code_size: int  # bytes (codeLenInByte)
+
+
+def asm_stats(asm: str) -> dict[str, AsmStats]:
+    """Parse ``; NumVgprs:``, ``; NumSgprs:``, ``; Occupancy:``, ``; ScratchSize:``,
+    ``; codeLenInByte =`` and spill counts per function of an llc AMDGPU assembly text."""
+    out: dict[str, AsmStats] = {}
+    current = ""
+    spill_comments: dict[str, int] = {}
+    fields: dict[str, dict[str, int]] = {}
+    meta_spills: dict[str, int] = {}
+    meta_name = ""
+    for line in asm.splitlines():
+        m = re.match(r"^([A-Za-z_.$][\w.$]*):", line)
+        if m and not m.group(1).startswith("."):
+            current = m.group(1)
+        if "Spill" in line and current:
+            spill_comments[current] = spill_comments.get(current, 0) + 1
+        m = re.match(r"^\s*\.size\s+([\w.$]+),\s*\.Lfunc_end", line)
+        if m:
+            current = m.group(1)
+        m = re.match(r"^; (NumVgprs|NumSgprs|Occupancy|ScratchSize): (-?\d+)", line)
+        if m and current:
+            fields.setdefault(current, {})[m.group(1)] = int(m.group(2))
+        m = re.match(r"^; codeLenInByte = (\d+)", line)
+        if m and current:
+            fields.setdefault(current, {})["code"] = int(m.group(1))
+        m = re.match(r"^\s*\.name:\s+(\S+)", line)
+        if m:
+            meta_name = m.group(1)
+        m = re.match(r"^\s*\.(sgpr|vgpr)_spill_count:\s+(\d+)", line)
+        if m and meta_name:
+            meta_spills[meta_name] = meta_spills.get(meta_name, 0) + int(m.group(2))
+    for name, f in fields.items():
+        out[name] = AsmStats(
+            vgprs=f.get("NumVgprs", -1),
+            sgprs=f.get("NumSgprs", -1),
+            occupancy=f.get("Occupancy", -1),
+            scratch=f.get("ScratchSize", -1),
+            spills=meta_spills.get(name, spill_comments.get(name, 0)),
+            code_size=f.get("code", -1),
+        )
+    return out
+
+
+# ---------------------------------------------------------------------- scheduling
+def list_schedule(region: Region, order: Sequence[int], issue_width: int = 1) -> list[int]:
+    """Issue cycles of ``order`` placed greedily in sequence (latencies respected)."""
+    pred = region.predecessors()
+    cycles = [0] * len(region)
+    last = -1
+    used: dict[int, int] = {}
+    for i in order:
+        c = max([last] + [cycles[j] + lat for j, lat in pred[i]] + [0])
+        while used.get(c, 0) >= issue_width:
+            c += 1
+        cycles[i] = c
+        used[c] = used.get(c, 0) + 1
+        last = c
+    return cycles
+
+
+def schedule_orders(
+    module: MirModule | Sequence[MirRegion],
+    machine: Machine,
+    *,
+    seed: int = 0,
+    method: str = "auto",
+) -> tuple[list[tuple[int, ...] | None], list[str]]:
+    """An order per region of ``module`` and notes on regions kept in input order.
+
+    ``method``: ``"auto"`` (``jaxsched.schedule`` if present, else
+    ``jaxsched.heuristics.heuristic_schedule``, else input order), ``"schedule"``,
+    ``"heuristic"`` or ``"original"``. Any order that fails `check_order` is replaced by the
+    input order and reported.
+    """
+    regions = list(module.regions if isinstance(module, MirModule) else module)
+    notes: list[str] = []
+    orders: list[tuple[int, ...] | None] = [None] * len(regions)
+    todo = [k for k, r in enumerate(regions) if r.region is not None and r.problem is None]
+    for r in regions:
+        if r.region is None or r.problem is not None:
+            notes.append(f"{r.name}: kept in input order ({r.problem})")
+    fn, used = _scheduler(method)
+    if fn is None or not todo:
+        return orders, notes
+    got = fn([regions[k].region for k in todo], machine, seed)
+    for k, order in zip(todo, got, strict=True):
+        try:
+            orders[k] = check_order(regions[k], order)
+        except OrderError as e:
+            notes.append(f"{regions[k].name}: {used} order rejected, kept input order ({e})")
+    return orders, notes
+
+
+def _scheduler(method: str):
+    if method not in ("auto", "schedule", "heuristic", "original"):
+        raise ValueError(
+            f"unknown scheduling method {method!r} (choose auto, schedule, heuristic or original)"
+        )
+    if method == "original":
+        return None, "original"
+    if method in ("auto", "schedule"):
+        import jaxsched
+
+        sched = getattr(jaxsched, "schedule", None)
+        if callable(sched):
+
+            def run(regs, machine, seed):
+                return [tuple(res.order) for res in sched(regs, machine, seed=seed)]
+
+            return run, "jaxsched.schedule"
+        if method == "schedule":
+            raise ValueError("jaxsched.schedule is not available in this installation")
+    try:
+        from jaxsched.heuristics import heuristic_schedule  # type: ignore[attr-defined]
+    except ImportError:
+        heuristic_schedule = None
+    if heuristic_schedule is not None:
+
+        def run_h(regs, machine, seed):
+            del seed
+            return [tuple(heuristic_schedule(r, machine, latencies=True)[1]) for r in regs]
+
+        return run_h, "heuristic_schedule"
+    if method == "heuristic":
+        raise ValueError("jaxsched.heuristics.heuristic_schedule is not available")
+    return None, "original"
+
+
+def scheduler_name(method: str = "auto") -> str:
+    """Which scheduler ``method`` resolves to here."""
+    return _scheduler(method)[1]
+
+
+# ---------------------------------------------------------------------- compare
+class KernelComparison(NamedTuple):
+    """LLVM's schedule and ours for one function, after register allocation."""
+
+    function: str
+    llvm: AsmStats
+    ours: AsmStats
+
+
+def compare(
+    path: str | os.PathLike,
+    machine: Machine,
+    *,
+    seed: int = 0,
+    method: str = "auto",
+    mcpu: str = MCPU,
+) -> tuple[list[KernelComparison], MirModule, list[str]]:
+    """Compile ``path`` (``.ll`` or pre-scheduler ``.mir``) with LLVM's scheduler and with ours.
+
+    Returns the per-function comparison, the imported module and the scheduling notes.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"{p}: no such file")
+    if p.suffix == ".ll":
+        mir_text = ll_to_mir(p, mcpu=mcpu)
+        llvm_asm = ll_to_asm(p, mcpu=mcpu)
+    else:
+        mir_text = p.read_text()
+        llvm_asm = mir_to_asm(mir_text, mcpu=mcpu, start="-start-before")
+    module = read_mir(str(p), text=mir_text)
+    orders, notes = schedule_orders(module, machine, seed=seed, method=method)
+    ours_asm = mir_to_asm(write_mir(module, orders), mcpu=mcpu)
+    a, b = asm_stats(llvm_asm), asm_stats(ours_asm)
+    rows = [KernelComparison(f, a[f], b[f]) for f in a if f in b]
+    return rows, module, notes

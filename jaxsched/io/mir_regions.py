@@ -1,0 +1,540 @@
+"""Scheduling regions of AMDGPU MIR: boundaries, dependence edges, registers and liveness.
+
+Rules (see ``docs/frontends.md``):
+
+* Regions: maximal runs of instructions of one basic block between boundaries (terminators,
+  calls, labels, writes of EXEC, S_SETREG, GPR-index mode changes, bundles) as in LLVM's
+  ``SIInstrInfo::isSchedulingBoundary``; debug instructions are skipped (they move with the
+  instruction before them). Runs of one instruction are not regions (LLVM skips them too).
+* Virtual registers: data, anti and output edges per 16-bit lane (sub-register aware), exactly
+  LLVM's lane-mask rules (``ScheduleDAGInstrs`` with lane tracking, as the GCN scheduler uses).
+* Physical registers: data, anti and output edges per register unit (``$sgpr4_sgpr5`` is
+  ``sgpr4`` + ``sgpr5``); two dead defs need no output edge. They carry no pressure.
+* Memory: instructions with side effects (unknown opcodes included), volatile or atomic
+  accesses and memory instructions without memory operands are ordered against every memory
+  access and each other; two other accesses, one a store, are ordered unless their address
+  spaces cannot alias, they are different stack objects, or they use one base with disjoint
+  byte ranges. Invariant dereferenceable loads are never ordered.
+* Pressure: virtual registers only, file and width from the register class; liveness from a
+  whole-function backward data-flow analysis (a sub-register def without ``undef`` reads the
+  register).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from jaxsched.io import latency as lat
+from jaxsched.io.mir_parse import MemOperand, MirBlock, MirFunction, MirInstr, MirModule
+from jaxsched.problem.region import Edge, Instruction, Region, RegionError, Register
+
+#: Lane masks use one bit per 16-bit half of a 32-bit register.
+_ALL_LANES = (1 << 64) - 1
+_PAIRED_PHYS = frozenset({"vcc", "exec", "flat_scr", "xnack_mask", "tba", "tma"})
+_UNCONDITIONAL_END = re.compile(
+    r"^(S_BRANCH|S_ENDPGM|SI_RETURN|S_SETPC_B64_return|SI_TCRETURN|S_CODE_END|SI_RETURN_TO_EPILOG"
+    r"|S_TRAP)"
+)
+_ADDRSPACE_GROUP = {
+    1: "global",
+    4: "global",
+    6: "global",
+    7: "global",
+    8: "global",
+    2: "gds",
+    3: "lds",
+    5: "private",
+}
+
+
+@dataclass(frozen=True)
+class MirRegion:
+    """One scheduling region of a MIR module.
+
+    Attributes:
+      name: ``function:bb.N:k`` (k counts the regions of the block).
+      function: function name.
+      block: basic block number.
+      instrs: the instructions in input order (ids of ``region`` index this tuple).
+      groups: per instruction, the MIR line indices that move with it (its line, then its
+        debug values), in input order.
+      region: the modelled region, or None when it cannot be modelled.
+      problem: why it cannot be modelled (the region then keeps its input order), or None.
+    """
+
+    name: str
+    function: str
+    block: int
+    instrs: tuple[MirInstr, ...]
+    groups: tuple[tuple[int, ...], ...]
+    region: Region | None
+    problem: str | None = None
+
+    def __len__(self) -> int:
+        return len(self.instrs)
+
+
+# ---------------------------------------------------------------------- registers
+def register_of_class(cls: str) -> Register | None:
+    """File and width (32-bit units) of an AMDGPU register class, or None if unknown.
+
+    ``vgpr_32`` -> (VGPR, 1), ``vreg_64`` -> (VGPR, 2), ``sreg_64_xexec`` -> (SGPR, 2),
+    ``sgpr_256`` -> (SGPR, 8); AGPR and AV classes count as VGPR (gfx90a shares the file);
+    16-bit classes (``vgpr_lo16``) take a whole register.
+    """
+    c = cls.lower()
+    if c.startswith(("vgpr", "vreg", "agpr", "areg", "av_")):
+        file = "VGPR"
+    elif c.startswith(("sgpr", "sreg", "ccr_sgpr", "sgpr_lo16")):
+        file = "SGPR"
+    else:
+        return None
+    m = re.search(r"_(\d+)(?:_|$)", c)
+    if "lo16" in c or "hi16" in c:
+        return Register(file, 1)
+    if not m:
+        return None
+    bits = int(m.group(1))
+    return Register(file, max(1, (bits + 31) // 32))
+
+
+def lane_mask(subreg: str, width: int | None) -> int:
+    """Lanes (16-bit halves) covered by a sub-register index of a register of ``width``."""
+    full = _ALL_LANES if width is None else (1 << (2 * width)) - 1
+    if not subreg:
+        return full
+    mask = 0
+    parts = subreg.split("_")
+    k = 0
+    while k < len(parts):
+        p = parts[k]
+        m = re.fullmatch(r"sub(\d+)", p)
+        if m:
+            n = int(m.group(1))
+            if k + 1 < len(parts) and parts[k + 1] in ("lo16", "hi16"):
+                mask |= 1 << (2 * n + (parts[k + 1] == "hi16"))
+                k += 2
+                continue
+            mask |= 0b11 << (2 * n)
+        elif p == "lo16":
+            mask |= 0b01
+        elif p == "hi16":
+            mask |= 0b10
+        else:
+            return full  # unknown index: all lanes (conservative)
+        k += 1
+    return mask or full
+
+
+def phys_units(name: str) -> frozenset[str]:
+    """Register units of a physical register: ``$sgpr4_sgpr5`` -> {sgpr4, sgpr5}."""
+    n = name.lstrip("$")
+    n = re.sub(r"_(lo16|hi16)$", "", n)
+    if n in _PAIRED_PHYS:
+        return frozenset({f"{n}_lo", f"{n}_hi"})
+    if re.fullmatch(r"[a-z]+\d+(?:_[a-z]+\d+)*", n):
+        return frozenset(n.split("_"))
+    return frozenset({n})
+
+
+_EXEC_UNITS = phys_units("$exec")
+
+
+# ---------------------------------------------------------------------- instruction effects
+@dataclass(frozen=True)
+class _Effects:
+    vuses: tuple[tuple[str, int], ...]  # (vreg, lanes) read
+    vdefs: tuple[tuple[str, int, int, bool], ...]  # (vreg, def lanes, kill lanes, dead)
+    puses: frozenset[str]  # physical units read
+    pdefs: tuple[tuple[frozenset[str], bool], ...]  # (units, dead)
+    partial_reads: frozenset[str]  # vregs read by sub-register defs without undef
+
+
+def _effects(ins: MirInstr, widths: dict[str, int | None]) -> _Effects:
+    vuses, vdefs, pdefs = [], [], []
+    puses: set[str] = set()
+    partial: set[str] = set()
+    defs_by_reg: dict[str, int] = {}
+    for op in ins.regs:
+        if op.virtual and op.is_def and op.subreg:
+            defs_by_reg[op.name] = defs_by_reg.get(op.name, 0) | lane_mask(
+                op.subreg, widths.get(op.name)
+            )
+    for op in ins.regs:
+        if op.virtual:
+            mask = lane_mask(op.subreg, widths.get(op.name))
+            if op.is_def:
+                full_kill = not op.subreg or op.undef
+                kill = _ALL_LANES if full_kill else mask
+                if op.subreg and op.undef:
+                    kill &= ~(defs_by_reg.get(op.name, 0) & ~mask)
+                if op.subreg and not op.undef:
+                    partial.add(op.name)
+                vdefs.append((op.name, mask, kill, op.dead))
+            elif not op.undef:
+                vuses.append((op.name, mask))
+        elif op.is_def:
+            pdefs.append((phys_units(op.name), op.dead))
+        elif not op.undef:
+            puses |= phys_units(op.name)
+    return _Effects(tuple(vuses), tuple(vdefs), frozenset(puses), tuple(pdefs), frozenset(partial))
+
+
+def is_boundary(ins: MirInstr) -> bool:
+    """True if LLVM ends a scheduling region at ``ins`` (see the module docstring)."""
+    if ins.bundle_end >= 0 or lat.is_boundary_opcode(ins.opcode):
+        return True
+    return any(
+        op.is_def and not op.virtual and phys_units(op.name) & _EXEC_UNITS for op in ins.regs
+    )
+
+
+# ---------------------------------------------------------------------- memory
+def _as_may_alias(a: int, b: int) -> bool:
+    if a == 0 or b == 0 or a < 0 or b < 0:
+        return True
+    ga, gb = _ADDRSPACE_GROUP.get(a), _ADDRSPACE_GROUP.get(b)
+    return ga is None or gb is None or ga == gb
+
+
+def _stack_index(base: str) -> tuple[str, int] | None:
+    m = re.fullmatch(r"%(stack|fixed-stack)\.(\d+)(?:\.[^\s]*)?", base)
+    return (m.group(1), int(m.group(2))) if m else None
+
+
+def mem_may_alias(x: MemOperand, y: MemOperand) -> bool:
+    """Whether two memory operands may touch the same bytes (conservative)."""
+    if not _as_may_alias(x.addrspace, y.addrspace):
+        return False
+    if x.volatile or y.volatile or x.atomic or y.atomic:
+        return True
+    sx, sy = _stack_index(x.base), _stack_index(y.base)
+    if sx and sy and sx[0] == "stack" and sy[0] == "stack" and sx[1] != sy[1]:
+        return False
+    if x.base and x.base == y.base and (x.base.startswith("%") or sx is not None):
+        if x.size is None or y.size is None:
+            return True
+        lo, hi = (x, y) if x.offset <= y.offset else (y, x)
+        return lo.offset + lo.size > hi.offset
+    return True
+
+
+@dataclass(frozen=True)
+class _MemKind:
+    barrier: bool
+    access: bool  # an ordinary load/store to check pairwise
+    load: bool
+    store: bool
+
+
+def _mem_kind(ins: MirInstr) -> _MemKind:
+    op = ins.opcode
+    if ins.mem:
+        if all(
+            m.load
+            and not m.store
+            and m.invariant
+            and m.dereferenceable
+            and not m.volatile
+            and not m.atomic
+            for m in ins.mem
+        ) or all(m.load and not m.store and m.base == "constant-pool" for m in ins.mem):
+            return _MemKind(False, False, True, False)
+        ordered = any(m.volatile or m.atomic for m in ins.mem)
+        load = any(m.load for m in ins.mem) or "LOAD" in op or "ATOMIC" in op
+        store = any(m.store for m in ins.mem) or "STORE" in op or "ATOMIC" in op
+        side = lat.has_side_effects(op) and not lat.is_memory_opcode(op)
+        return _MemKind(ordered or side, not (ordered or side), load, store)
+    if lat.is_memory_opcode(op):
+        return _MemKind(True, False, True, True)  # no memory operands: unknown access
+    if lat.has_side_effects(op):
+        return _MemKind(True, False, False, False)
+    return _MemKind(False, False, False, False)
+
+
+# ---------------------------------------------------------------------- dependence graph
+def build_edges(instrs: tuple[MirInstr, ...], widths: dict[str, int | None]) -> list[Edge]:
+    """All dependence edges among ``instrs`` (ids = positions), see the module docstring."""
+    edges: list[Edge] = []
+    # virtual registers, per lane: last defs and pending uses
+    vdefs_hist: dict[str, list[tuple[int, int, int, bool]]] = {}  # reg -> [(i, def, kill, dead)]
+    last_def_lane: dict[str, dict[int, int]] = {}  # reg -> lane bit -> instr
+    pending_uses: dict[str, dict[int, list[int]]] = {}  # reg -> lane bit -> [instr]
+    # physical units
+    p_defs: dict[str, list[tuple[int, bool]]] = {}
+    p_uses: dict[str, list[int]] = {}
+    last_barrier = -1
+    accesses: list[tuple[int, _MemKind, MirInstr]] = []
+    for i, ins in enumerate(instrs):
+        eff = _effects(ins, widths)
+        # --- virtual uses: data edges from reaching defs, then record the use
+        for reg, mask in eff.vuses:
+            remaining = mask
+            for j, dmask, kmask, dead in reversed(vdefs_hist.get(reg, [])):
+                if not remaining:
+                    break
+                if dead:
+                    continue  # LLVM: a dead def has no uses and kills nothing
+                if remaining & dmask:
+                    edges.append(Edge(j, i, lat.latency(instrs[j].opcode), "data"))
+                remaining &= ~kmask
+            lanes = pending_uses.setdefault(reg, {})
+            for b in _bits(mask):
+                lanes.setdefault(b, []).append(i)
+        # --- virtual defs: anti edges from pending uses, output edges from last defs
+        for reg, dmask, kmask, dead in eff.vdefs:
+            lanes = pending_uses.setdefault(reg, {})
+            last = last_def_lane.setdefault(reg, {})
+            # An ``undef`` sub-register def ends the other lanes' values too: order it against
+            # their defs and uses (stricter than LLVM, which instead rewrites undef flags).
+            width = widths.get(reg)
+            order_mask = kmask & (_ALL_LANES if width is None else (1 << (2 * width)) - 1)
+            for b in _bits(order_mask | dmask):
+                for u in lanes.pop(b, []):
+                    if u != i:
+                        edges.append(Edge(u, i, lat.ANTI_LATENCY, "anti"))
+                j = last.get(b)
+                if j is not None and j != i:
+                    edges.append(Edge(j, i, lat.OUTPUT_LATENCY, "output"))
+                last[b] = i
+            vdefs_hist.setdefault(reg, []).append((i, dmask, kmask, dead))
+        # --- physical registers
+        for u in eff.puses:
+            defs = p_defs.get(u, [])
+            if defs:
+                j = defs[-1][0]
+                if j != i:
+                    edges.append(Edge(j, i, lat.latency(instrs[j].opcode), "data"))
+            p_uses.setdefault(u, []).append(i)
+        for units, dead in eff.pdefs:
+            for u in units:
+                for k in p_uses.get(u, []):
+                    if k != i:
+                        edges.append(Edge(k, i, lat.ANTI_LATENCY, "anti"))
+                for j, jdead in p_defs.get(u, []):
+                    if j != i and not (dead and jdead):
+                        edges.append(Edge(j, i, lat.OUTPUT_LATENCY, "output"))
+                if dead:
+                    p_defs.setdefault(u, []).append((i, dead))
+                else:
+                    p_defs[u] = [(i, dead)]
+                    p_uses[u] = []
+        # --- memory and side effects
+        kind = _mem_kind(ins)
+        if kind.barrier:
+            if last_barrier >= 0:
+                edges.append(Edge(last_barrier, i, lat.ORDER_LATENCY, "other"))
+            for j, _, _ in accesses:
+                edges.append(Edge(j, i, lat.ORDER_LATENCY, "other"))
+            last_barrier = i
+            accesses = []
+        elif kind.access:
+            if last_barrier >= 0:
+                edges.append(Edge(last_barrier, i, lat.ORDER_LATENCY, "other"))
+            for j, other, jins in accesses:
+                if (other.store or kind.store) and any(
+                    mem_may_alias(x, y) for x in jins.mem for y in ins.mem
+                ):
+                    edges.append(Edge(j, i, lat.ORDER_LATENCY, "other"))
+            accesses.append((i, kind, ins))
+    return edges
+
+
+def _bits(mask: int) -> list[int]:
+    out = []
+    b = 0
+    while mask:
+        if mask & 1:
+            out.append(b)
+        mask >>= 1
+        b += 1
+    return out
+
+
+# ---------------------------------------------------------------------- liveness
+def _reg_reads_kills(ins: MirInstr) -> tuple[set[str], set[str]]:
+    reads: set[str] = set()
+    kills: set[str] = set()
+    for op in ins.regs:
+        if not op.virtual:
+            continue
+        if op.is_def:
+            if not op.subreg or op.undef:
+                kills.add(op.name)
+            else:
+                reads.add(op.name)
+        elif not op.undef:
+            reads.add(op.name)
+    return reads, kills
+
+
+def _successors(fn: MirFunction) -> dict[int, list[int]]:
+    out: dict[int, list[int]] = {}
+    numbers = [b.number for b in fn.blocks]
+    for k, b in enumerate(fn.blocks):
+        if b.successors is not None:
+            out[b.number] = list(b.successors)
+            continue
+        succ: list[int] = []
+        real = [x for x in b.instrs if not x.is_debug]
+        for x in real:
+            if lat.is_boundary_opcode(x.opcode):
+                succ += [int(s) for s in re.findall(r"%bb\.(\d+)", x.text)]
+        if (not real or not _UNCONDITIONAL_END.match(real[-1].opcode)) and k + 1 < len(numbers):
+            succ.append(numbers[k + 1])
+        out[b.number] = succ
+    return out
+
+
+def function_liveness(fn: MirFunction) -> dict[int, set[str]]:
+    """Virtual registers live at the end of each block (by block number)."""
+    gen: dict[int, set[str]] = {}
+    kill: dict[int, set[str]] = {}
+    for b in fn.blocks:
+        g: set[str] = set()
+        k: set[str] = set()
+        for ins in reversed(b.instrs):
+            if ins.is_debug:
+                continue
+            reads, kills = _reg_reads_kills(ins)
+            g -= kills
+            k |= kills
+            g |= reads
+        gen[b.number], kill[b.number] = g, k - g
+    succ = _successors(fn)
+    live_in = {b.number: set(gen[b.number]) for b in fn.blocks}
+    live_out: dict[int, set[str]] = {b.number: set() for b in fn.blocks}
+    changed = True
+    while changed:
+        changed = False
+        for b in reversed(fn.blocks):
+            out = set()
+            for s in succ.get(b.number, []):
+                out |= live_in.get(s, set())
+            if out != live_out[b.number]:
+                live_out[b.number] = out
+                new_in = gen[b.number] | (out - kill[b.number])
+                if new_in != live_in[b.number]:
+                    live_in[b.number] = new_in
+                changed = True
+    return live_out
+
+
+def _live_before_each(b: MirBlock, live_out: set[str]) -> list[set[str]]:
+    """live[k] = virtual registers live before instruction k of the block (k = len: at end)."""
+    live = set(live_out)
+    out = [set() for _ in range(len(b.instrs) + 1)]
+    out[len(b.instrs)] = set(live)
+    for k in range(len(b.instrs) - 1, -1, -1):
+        ins = b.instrs[k]
+        if not ins.is_debug:
+            reads, kills = _reg_reads_kills(ins)
+            live = (live - kills) | reads
+        out[k] = set(live)
+    return out
+
+
+# ---------------------------------------------------------------------- regions
+def split_block(b: MirBlock) -> list[list[int]]:
+    """Indices (into ``b.instrs``) of each run between boundaries; debug instructions skipped."""
+    runs: list[list[int]] = []
+    cur: list[int] = []
+    for k, ins in enumerate(b.instrs):
+        if ins.is_debug:
+            continue
+        if is_boundary(ins):
+            if cur:
+                runs.append(cur)
+            cur = []
+            continue
+        cur.append(k)
+    if cur:
+        runs.append(cur)
+    return runs
+
+
+def _class_of(fn: MirFunction, reg: str, inline: dict[str, str]) -> str:
+    return fn.reg_classes.get(reg) or inline.get(reg, "")
+
+
+def extract_regions(module: MirModule, min_size: int = 2) -> list[MirRegion]:
+    """Every scheduling region of ``module`` with at least ``min_size`` instructions."""
+    out: list[MirRegion] = []
+    for fn in module.functions:
+        inline: dict[str, str] = {}
+        for b in fn.blocks:
+            for ins in b.instrs:
+                for op in ins.regs:
+                    if op.virtual and op.reg_class:
+                        inline.setdefault(op.name, op.reg_class)
+        regs_all = {
+            r: register_of_class(_class_of(fn, r, inline))
+            for r in set(fn.reg_classes) | set(inline)
+        }
+        widths = {r: (v.width if v else None) for r, v in regs_all.items()}
+        live_out = function_liveness(fn)
+        for b in fn.blocks:
+            runs = [r for r in split_block(b) if len(r) >= min_size]
+            if not runs:
+                continue
+            live = _live_before_each(b, live_out[b.number])
+            for k, run in enumerate(runs):
+                name = f"{fn.name}:bb.{b.number}:{k}"
+                out.append(_make_region(name, fn, b, run, live, regs_all, widths, inline))
+    return out
+
+
+def _make_region(
+    name: str,
+    fn: MirFunction,
+    b: MirBlock,
+    run: list[int],
+    live: list[set[str]],
+    regs_all: dict[str, Register | None],
+    widths: dict[str, int | None],
+    inline: dict[str, str],
+) -> MirRegion:
+    instrs = tuple(b.instrs[k] for k in run)
+    groups = tuple((b.instrs[k].line, *b.trailing[k]) for k in run)
+    flat = [x for g in groups for x in g]
+    problem = None
+    if flat != list(range(flat[0], flat[0] + len(flat))):
+        problem = "instruction lines are not contiguous (comments or blank lines inside)"
+    try:
+        used: dict[str, Register] = {}
+        insts = []
+        for ins in instrs:
+            defs, uses = [], []
+            for op in ins.regs:
+                if not op.virtual:
+                    continue
+                reg = regs_all.get(op.name)
+                if reg is None:
+                    cls = _class_of(fn, op.name, inline) or "<none>"
+                    raise RegionError(
+                        f"line {ins.line + 1}: register {op.name} has unknown class {cls!r}"
+                    )
+                used[op.name] = reg
+                if op.is_def:
+                    defs.append(op.name)
+                    if op.subreg and not op.undef:
+                        uses.append(op.name)
+                elif not op.undef:
+                    uses.append(op.name)
+            insts.append(Instruction(ins.text, tuple(defs), tuple(uses)))
+        before, after = live[run[0]], live[run[-1] + 1]
+        referenced = set(used)
+        read = {r for x in insts for r in x.uses}
+        live_in = sorted(read & before)
+        live_out = sorted(referenced & after)
+        through: dict[str, int] = {}
+        for r in sorted((before & after) - referenced):
+            reg = regs_all.get(r)
+            if reg is not None:
+                through[reg.file] = through.get(reg.file, 0) + reg.width
+        edges = build_edges(instrs, widths)
+        region = Region.build(name, insts, used, edges, live_in, live_out, through)
+    except RegionError as e:
+        return MirRegion(name, fn.name, b.number, instrs, groups, None, str(e))
+    return MirRegion(name, fn.name, b.number, instrs, groups, region, problem)
