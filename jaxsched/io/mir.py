@@ -44,6 +44,7 @@ __all__ = [
     "list_schedule",
     "ll_to_asm",
     "ll_to_mir",
+    "llvm_orders",
     "mir_to_asm",
     "read_mir",
     "schedule_orders",
@@ -276,15 +277,45 @@ def compare(
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"{p}: no such file")
-    if p.suffix == ".ll":
-        mir_text = ll_to_mir(p, mcpu=mcpu)
-        llvm_asm = ll_to_asm(p, mcpu=mcpu)
-    else:
-        mir_text = p.read_text()
-        llvm_asm = mir_to_asm(mir_text, mcpu=mcpu, start="-start-before")
+    mir_text = ll_to_mir(p, mcpu=mcpu) if p.suffix == ".ll" else p.read_text()
+    # Both sides start from the same MIR: compiling the .ll directly can differ (from MIR, llc
+    # re-derives callee resource usage conservatively).
+    llvm_asm = mir_to_asm(mir_text, mcpu=mcpu, start="-start-before")
     module = read_mir(str(p), text=mir_text)
     orders, notes = schedule_orders(module, machine, seed=seed, method=method)
     ours_asm = mir_to_asm(write_mir(module, orders), mcpu=mcpu)
     a, b = asm_stats(llvm_asm), asm_stats(ours_asm)
     rows = [KernelComparison(f, a[f], b[f]) for f in a if f in b]
     return rows, module, notes
+
+
+def llvm_orders(module: MirModule, scheduled: MirModule) -> list[tuple[int, ...] | None]:
+    """The order LLVM's scheduler gave each region of ``module``.
+
+    ``scheduled`` is the same code dumped after LLVM's scheduler (``llc -stop-before=si-wqm``);
+    instructions are matched by text within their block (the k-th copy of a text to the k-th).
+    None where a region's instructions cannot all be found.
+    """
+    blocks = {
+        (f.name, b.number): [i.text for i in b.instrs]
+        for f in scheduled.functions
+        for b in f.blocks
+    }
+    out: list[tuple[int, ...] | None] = []
+    for mr in module.regions:
+        texts = blocks.get((mr.function, mr.block), [])
+        where: dict[str, list[int]] = {}
+        for j, t in enumerate(texts):
+            where.setdefault(t, []).append(j)
+        seen: dict[str, int] = {}
+        pos: list[int] = []
+        for ins in mr.instrs:
+            k = seen.get(ins.text, 0)
+            cand = where.get(ins.text, [])
+            if k >= len(cand):
+                pos = []
+                break
+            pos.append(cand[k])
+            seen[ins.text] = k + 1
+        out.append(tuple(sorted(range(len(pos)), key=pos.__getitem__)) if pos else None)
+    return out
