@@ -292,3 +292,27 @@ def test_cli_import_schedule_compare(tmp_path: Path, capsys):
     bad.write_text(_HAND.replace("S_BARRIER", "%9:vgpr_32 = = S_BARRIER"))
     assert main(["mir", "import", str(bad), "-o", str(tmp_path / "x.jsonl")]) == 2
     assert ":19:" in capsys.readouterr().err
+
+
+def test_schedule_orders_uses_jaxsched_schedule(monkeypatch):
+    from types import SimpleNamespace
+
+    import jaxsched
+
+    def fake_schedule(regions, machine, *, seed=0):
+        del machine, seed
+        return [SimpleNamespace(order=tuple(_topo(r, reverse=True))) for r in regions]
+
+    m = read_mir("hand.mir", text=_HAND)
+    monkeypatch.setattr(jaxsched, "schedule", fake_schedule, raising=False)
+    orders, notes = schedule_orders(m, gfx906())
+    assert orders[0] == tuple(_topo(m.regions[0].region, reverse=True)) and not notes
+    out = write_mir(m, orders)
+    assert out != _HAND and sorted(out.splitlines()) == sorted(_HAND.splitlines())
+
+    def bad_schedule(regions, machine, *, seed=0):
+        return [SimpleNamespace(order=tuple(reversed(range(len(r))))) for r in regions]
+
+    monkeypatch.setattr(jaxsched, "schedule", bad_schedule, raising=False)
+    orders, notes = schedule_orders(m, gfx906())
+    assert orders == [None] and "rejected" in notes[0]
