@@ -63,7 +63,7 @@ def build_model(region: Region, machine: Machine, objective: str, rp_target: int
             users[r].append(i)
     files = machine.file_names
     ub = [region.live_through.get(f, 0) for f in files]
-    for r, reg in region.registers.items():
+    for reg in region.registers.values():
         ub[files.index(reg.file)] += reg.width
     peaks = [m.NewIntVar(0, ub[f], f"peak{f}") for f in range(len(files))]
     start = [region.live_through.get(f, 0) for f in files]
@@ -139,9 +139,7 @@ def solve_cpsat(region, machine, objective, rp_target=None, seconds=60.0):
     solver.parameters.random_seed = 0
     st = solver.Solve(m)
     name = solver.StatusName(st)
-    value = (
-        int(round(solver.ObjectiveValue())) if st in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None
-    )
+    value = round(solver.ObjectiveValue()) if st in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None
     return name, value, solver.WallTime()
 
 
