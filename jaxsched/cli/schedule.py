@@ -1,0 +1,237 @@
+"""``jaxsched schedule FILE...``: schedule regions with the two-pass colony."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from jaxsched.cli.main import UsageError
+from jaxsched.cli.progress import Progress
+
+#: Verify every result by default when a run has at most this many regions.
+VERIFY_AUTO_LIMIT = 2000
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "schedule",
+        help="schedule regions (JSON / JSON Lines) with the ant colony",
+        description="Schedule regions with the two-pass (RP, then ILP) ant colony and print "
+        "length, bounds, peak RP and occupancy per region.",
+    )
+    p.add_argument("files", nargs="+", metavar="FILE", help="region files (.json or .jsonl)")
+    p.add_argument("--machine", default="gfx906", help="machine preset (gfx906, generic)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument(
+        "--ants", type=int, default=None, help="ants per iteration (whole wavefronts; default 1024)"
+    )
+    p.add_argument("--wavefront", type=int, default=None, help="ants per wavefront (default 64)")
+    p.add_argument("--iterations", type=int, default=None, help="iteration cap per pass")
+    p.add_argument(
+        "--no-filters", action="store_true", help="turn off the cycle-threshold and revert filters"
+    )
+    p.add_argument(
+        "--exact",
+        action="store_true",
+        help="run the exact search first on small regions (see --budget)",
+    )
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=1.0,
+        help="seconds of exact search per region with --exact (default 1)",
+    )
+    p.add_argument("--json", action="store_true", help="print results as JSON Lines")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="write results (JSON Lines) to this file as they arrive",
+    )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="skip regions already in --out (by name) and append the rest",
+    )
+    verify = p.add_mutually_exclusive_group()
+    verify.add_argument(
+        "--verify",
+        dest="verify",
+        action="store_true",
+        default=None,
+        help=f"verify every schedule (default: on up to {VERIFY_AUTO_LIMIT} regions)",
+    )
+    verify.add_argument("--no-verify", dest="verify", action="store_false")
+    p.add_argument(
+        "--plot",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="draw per region: schedule, RP over time, convergence (matplotlib)",
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=run)
+
+
+def _load(files: list[str]):
+    from jaxsched.problem.format import iter_regions
+
+    regions = []
+    for f in files:
+        if not Path(f).exists():
+            raise UsageError(f"{f}: no such file")
+        regions.extend(iter_regions(f))
+    return regions
+
+
+def _done_names(out: Path) -> set[str]:
+    done: set[str] = set()
+    if not out.exists():
+        return done
+    for lineno, line in enumerate(out.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            done.add(json.loads(line)["name"])
+        except (json.JSONDecodeError, KeyError, TypeError):
+            # A line cut off by an interrupted run: its region is simply scheduled again.
+            print(
+                f"jaxsched schedule: {out}:{lineno}: ignoring an incomplete result line",
+                file=sys.stderr,
+            )
+    return done
+
+
+def run(args: argparse.Namespace) -> int:
+    import jaxsched
+    from jaxsched.machines.model import get_machine
+
+    machine = get_machine(args.machine)
+    regions = _load(args.files)
+    names = [r.name for r in regions]
+    if len(set(names)) != len(names) and (args.out or args.resume):
+        dup = sorted({n for n in names if names.count(n) > 1})[:3]
+        raise UsageError(f"region names must be unique with --out/--resume (repeated: {dup})")
+    if args.resume and args.out is None:
+        raise UsageError("--resume needs --out")
+    for r in regions:
+        r.check_machine(machine)
+    todo = list(range(len(regions)))
+    if args.resume:
+        done = _done_names(args.out)
+        todo = [i for i in todo if regions[i].name not in done]
+        if len(todo) < len(regions) and not args.quiet:
+            print(
+                f"jaxsched schedule: resuming, {len(regions) - len(todo)} of {len(regions)} "
+                "regions already done",
+                file=sys.stderr,
+            )
+    verify = args.verify if args.verify is not None else len(todo) <= VERIFY_AUTO_LIMIT
+    overrides: dict = {}
+    if args.ants is not None:
+        overrides["ants"] = args.ants
+    if args.wavefront is not None:
+        overrides["wavefront_size"] = args.wavefront
+    if args.iterations is not None:
+        overrides["max_iterations"] = args.iterations
+    if args.no_filters:
+        overrides["filters"] = False
+    if args.exact:
+        overrides["exact_budget"] = args.budget
+    out_file = None
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        out_file = args.out.open("a" if args.resume else "w")
+    bar = Progress(len(todo), "regions", enabled=not args.quiet)
+    rows = []
+    t0 = time.perf_counter()
+
+    def on_batch(idxs: list[int], results: list) -> None:
+        for i, res in zip(idxs, results, strict=True):
+            region = regions[todo[i]]
+            if verify:
+                jaxsched.verify(region, machine, res.cycles, order=res.order)
+            record = res.to_dict()
+            record["instructions"] = len(region)
+            record["verified"] = verify
+            if out_file is not None:
+                out_file.write(json.dumps(record) + "\n")
+            rows.append((region, res))
+        if out_file is not None:
+            out_file.flush()
+        bar.advance(len(idxs))
+
+    try:
+        if todo:
+            jaxsched.schedule(
+                [regions[i] for i in todo], machine, seed=args.seed, progress=on_batch, **overrides
+            )
+    finally:
+        bar.close()
+        if out_file is not None:
+            out_file.close()
+    elapsed = time.perf_counter() - t0
+    if args.json:
+        for region, res in rows:
+            d = res.to_dict()
+            d["instructions"] = len(region)
+            print(json.dumps(d))
+    else:
+        _print_table(rows, machine, elapsed, verify)
+    if args.plot is not None:
+        from jaxsched.cli.plots import plot_results
+
+        plot_results(rows, machine, args.plot)
+    return 0
+
+
+def _print_table(rows: list, machine, elapsed: float, verified: bool) -> None:
+    files = machine.file_names
+    head = [
+        "region",
+        "n",
+        "length",
+        "LB",
+        "heur",
+        "occ",
+        "heur occ",
+        *[f"peak {f}" for f in files],
+        "iters",
+        "from",
+    ]
+    table = [head]
+    for region, r in rows:
+        table.append(
+            [
+                r.name,
+                str(len(region)),
+                str(r.length) + ("*" if r.optimal_length else ""),
+                str(r.length_lower_bound),
+                str(r.heuristic_length),
+                str(r.occupancy),
+                str(r.heuristic_occupancy),
+                *[str(r.peak_rp[f]) for f in files],
+                f"{r.iterations[0]}+{r.iterations[1]}",
+                r.source,
+            ]
+        )
+    widths = [max(len(row[k]) for row in table) for k in range(len(head))]
+    for row in table:
+        print(
+            "  ".join(
+                c.ljust(w) if k == 0 else c.rjust(w)
+                for k, (c, w) in enumerate(zip(row, widths, strict=True))
+            )
+        )
+    if rows:
+        total = sum(r.length for _, r in rows)
+        heur = sum(r.heuristic_length for _, r in rows)
+        print(
+            f"\n{len(rows)} regions in {elapsed:.1f} s; total length {total} vs heuristic "
+            f"{heur} ({100 * (heur - total) / max(heur, 1):.1f}% shorter); "
+            f"{sum(r.optimal_length for _, r in rows)} meet the length bound (*); "
+            f"{'all verified' if verified else 'not verified'}"
+        )
