@@ -53,6 +53,7 @@ from jaxsched.exact.tables import (
     rp_limits,
 )
 from jaxsched.machines.model import Machine
+from jaxsched.problem.padded import next_pow2
 from jaxsched.problem.region import Region
 
 OBJECTIVES = ("rp", "length")
@@ -273,7 +274,9 @@ def solve_exact(
     heap: list[tuple] = [((0,) * (2 if objective == "rp" else 1), 0, 0)]  # (key, -depth, id)
     labels: dict[bytes, list[np.ndarray]] = {}
     lower: tuple[int, ...] = (0, 0) if objective == "rp" else (1,)
-    capacity = max(4 * batch, 64)
+    # Each parent has at most `ready_list_bound` children: this capacity never overflows, so the
+    # search compiles once per (bucket, capacity, objective); the overflow re-run is a safeguard.
+    capacity = int(min(next_pow2(batch * region.ready_list_bound()), batch * N))
     expanded = 0
     status = None
     while True:
