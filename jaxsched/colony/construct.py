@@ -24,6 +24,7 @@ Data layout (chosen for XLA:CPU and GPUs alike, measured in ``benchmarks/colony.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import NamedTuple
 
 import jax
@@ -346,17 +347,12 @@ def ants_step(
     """Every ant schedules one instruction (or nothing once its region is done).
 
     The decision looks only at the first ``w`` ready slots, ``w`` the smallest of
-    `slot_widths` holding every ant's candidates (a `lax.switch` on the largest count; under a
-    `vmap` over regions named ``batch_axis`` the count is maximised over regions too, so the
-    switch index stays unbatched and only one branch runs).
+    `slot_widths` holding every ant's candidates: a `lax.switch` on the largest count over the
+    whole step (state in, state out, so buffers update in place). Under a `vmap` over regions
+    named ``batch_axis`` the count is maximised over regions too, so the switch index stays
+    unbatched and only one branch runs.
     """
-    N = prep.succ.shape[0] - 1
-    R = prep.reg_width.shape[0] - 1
     K = st.ready.shape[0] - 1
-    A = st.count.shape[0]
-    ant = jnp.arange(A, dtype=jnp.int32)[None, :]
-    a0 = ant[0]
-
     widths = slot_widths(K)
     most = st.count.max()
     if batch_axis is not None:
@@ -364,9 +360,42 @@ def ants_step(
     branch = jnp.searchsorted(jnp.array(widths, jnp.int32), most).astype(jnp.int32)
     branch = jnp.minimum(branch, len(widths) - 1)
     branches = [
-        (lambda st_, w=w: _decide(w, t, st_, inp, params, seeds, timed=timed)) for w in widths
+        partial(
+            _step_at_width,
+            w,
+            t,
+            prep=prep,
+            inp=inp,
+            params=params,
+            seeds=seeds,
+            timed=timed,
+            issue_width=issue_width,
+        )
+        for w in widths
     ]
-    pick, cycle, issued = lax.switch(branch, branches, st)
+    return lax.switch(branch, branches, st)
+
+
+def _step_at_width(
+    w: int,
+    t: jnp.ndarray,
+    st: AntsState,
+    *,
+    prep: Prepared,
+    inp: StepInputs,
+    params: ColonyParams,
+    seeds: AntSeeds,
+    timed: bool,
+    issue_width: int,
+) -> AntsState:
+    """`ants_step` with the decision over the first ``w`` ready slots."""
+    N = prep.succ.shape[0] - 1
+    R = prep.reg_width.shape[0] - 1
+    K = st.ready.shape[0] - 1
+    A = st.count.shape[0]
+    ant = jnp.arange(A, dtype=jnp.int32)[None, :]
+    a0 = ant[0]
+    pick, cycle, issued = _decide(w, t, st, inp, params, seeds, timed=timed)
     active = st.count > 0
     j = st.ready[pick, a0]  # [A], N when inactive
 

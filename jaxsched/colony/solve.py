@@ -58,6 +58,10 @@ class Options:
       memory_budget: bytes one colony call may use (estimated from shapes); batches are split to
         fit, and ants are reduced (whole wavefronts) for a region that alone does not fit.
       max_batch: most regions per call.
+      exact_budget: seconds of exact search (per pass) run first on regions of at most
+        ``exact_max_size`` instructions; None: off. Regions proven optimal skip the colony;
+        the others get the proven bounds (a tighter bound ends the colony earlier) and keep
+        the exact search's schedule when it is better.
     """
 
     filters: bool = True
@@ -67,6 +71,8 @@ class Options:
     max_iterations: int | None = None
     memory_budget: int = DEFAULT_MEMORY_BUDGET
     max_batch: int = 256
+    exact_budget: float | None = None
+    exact_max_size: int = 32
 
 
 @dataclass
@@ -97,6 +103,7 @@ class Result:
     history: dict[str, list[int]] = field(default_factory=dict, repr=False)
     compile_seconds: float = 0.0
     run_seconds: float = 0.0
+    exact: str | None = None
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
@@ -313,6 +320,7 @@ def schedule(
         r.check_machine(machine)
     key = seed if isinstance(seed, jax.Array) else jax.random.key(int(seed))
     results: list[Result | None] = [None] * len(regions)
+    exact = _run_exact(regions, machine, options)
     for idxs, shape, cfg in plan_batches(regions, machine, config, options):
         batch = solve_batch(
             [regions[i] for i in idxs],
@@ -322,12 +330,26 @@ def schedule(
             params=params,
             options=options,
             shape=shape,
+            exact=[exact.get(i) for i in idxs],
         )
         for i, res in zip(idxs, batch, strict=True):
             results[i] = res
         if progress is not None:
             progress(list(idxs), batch)
     return results  # type: ignore[return-value]
+
+
+def _run_exact(regions: Sequence[Region], machine: Machine, options: Options) -> dict:
+    """Exact two-pass search on the small regions (``options.exact_budget``), by index."""
+    if options.exact_budget is None:
+        return {}
+    from jaxsched.exact import solve_two_pass
+
+    return {
+        i: solve_two_pass(r, machine, time_budget=options.exact_budget)
+        for i, r in enumerate(regions)
+        if len(r) <= options.exact_max_size
+    }
 
 
 def plan_batches(
@@ -363,8 +385,14 @@ def solve_batch(
     options: Options,
     shape: PaddedShape | None = None,
     cache: CompileCache = COMPILED,
+    exact: Sequence | None = None,
 ) -> list[Result]:
-    """Solve regions of one shape together: one call per pass, `vmap`ped over regions."""
+    """Solve regions of one shape together: one call per pass, `vmap`ped over regions.
+
+    ``exact``: optional `jaxsched.exact.TwoPassResult` (or None) per region: proven-optimal
+    regions skip the colony, proven bounds tighten the colony's, and the exact schedule is kept
+    when better.
+    """
     from jaxsched.heuristics import length_lower_bound, rp_lower_bound
 
     count = len(regions)
@@ -397,6 +425,11 @@ def solve_batch(
     )
     ar = np.arange(B)
     real = ar < count
+    exact = [*(exact or [None] * count), *([None] * len(filler))]
+    proven = np.array([e is not None and e.optimal for e in exact])
+    for b, e in enumerate(exact):
+        if e is not None:
+            rp_lb[b] = max(rp_lb[b], e.rp.lower[0])
     prob1 = loop.PassProblem(
         prep=prep,
         start_order=jnp.asarray(orders[ar, start1]),
@@ -407,7 +440,7 @@ def solve_batch(
         rp_target=jnp.full(B, 2**30, jnp.int32),
         stall_budget=jnp.ones(B, jnp.float32),
         patience=jnp.asarray([no_improvement_limit(n) for n in n_arr], jnp.int32),
-        skip=jnp.asarray(~real | (rp_costs[ar, start1] <= rp_lb)),
+        skip=jnp.asarray(~real | proven | (rp_costs[ar, start1] <= rp_lb)),
     )
     static = {"config": config, "timed": False, "issue_width": iw}
     p1 = jax.tree.map(
@@ -429,12 +462,16 @@ def solve_batch(
         [min(np.flatnonzero(ok[b]), key=lambda s, b=b: (cand_len[b, s], s)) for b in range(B)]
     )
     s2_len = cand_len[ar, start2]
+    for b, e in enumerate(exact):
+        # The exact length bound holds under its own RP target: use it when the targets agree.
+        if e is not None and e.rp.optimal and e.length.lower and target[b] == e.rp.rp_cost:
+            len_lb[b] = max(len_lb[b], e.length.lower[0])
     ideal = np.ceil(n_arr / iw).astype(np.int64)
     cp1 = np.array([r.critical_path_length() + 1 for r in regions] + [1] * len(filler))
     budget = np.minimum(
         s2_len - ideal, np.floor(params.stall_budget_factor * np.maximum(len_lb, cp1)) - n_arr
     )
-    skip2 = ~real | (s2_len <= len_lb)
+    skip2 = ~real | proven | (s2_len <= len_lb)
     if options.filters:
         skip2 |= s2_len - len_lb <= options.cycle_threshold
     prob2 = loop.PassProblem(
@@ -470,14 +507,25 @@ def solve_batch(
         c_peak = [*cand_peak[b], p2.peak[b]]
         names = [*START_NAMES, "colony-rp", "colony"]
         pick = S + 1 if p2_len[b] < s2_len[b] and c_cost[S + 1] <= target[b] else start2[b]
-        if options.filters:
+        if options.filters and pick == S + 1:
             shortest = min(range(S), key=lambda s, b=b: (c_len[s], c_cost[s], s))
             gain = machine.occupancy(c_peak[pick]) - machine.occupancy(c_peak[shortest])
             loss = c_len[pick] - c_len[shortest]
             if 0 < gain <= options.occ_gain and loss > options.max_len_loss:
                 pick = shortest
+        ex = exact[b]
+        if ex is not None and ex.length.cycles is not None:
+            c_orders.append(np.asarray(ex.length.order))
+            c_cycles.append(np.asarray(ex.length.cycles))
+            c_len.append(int(ex.length.length))
+            c_cost.append(int(ex.length.rp_cost))
+            c_peak.append(np.asarray(ex.length.peaks))
+            names.append("exact")
+            if (c_cost[-1], c_len[-1]) < (c_cost[pick], c_len[pick]) or proven[b]:
+                pick = len(names) - 1
         if (c_cost[0], c_len[0]) < (c_cost[pick], c_len[pick]):
             pick = 0
+        exact_optimal = names[pick] == "exact" and proven[b]
         h = start1[b]
         peak = [int(x) for x in c_peak[pick]]
         out.append(
@@ -493,8 +541,8 @@ def solve_batch(
                 rp_cost_lower_bound=int(rp_lb[b]),
                 heuristic_length=int(lengths[b, h]),
                 heuristic_occupancy=machine.occupancy(peaks[b, h]),
-                optimal_rp=bool(c_cost[pick] <= rp_lb[b]),
-                optimal_length=bool(c_len[pick] <= len_lb[b]),
+                optimal_rp=bool(c_cost[pick] <= rp_lb[b] or exact_optimal),
+                optimal_length=bool(c_len[pick] <= len_lb[b] or exact_optimal),
                 iterations=(int(p1.iterations[b]), int(p2.iterations[b])),
                 source=names[pick],
                 history={
@@ -505,6 +553,7 @@ def solve_batch(
                 },
                 compile_seconds=compile_s,
                 run_seconds=elapsed - compile_s,
+                exact=None if ex is None else ex.length.status if ex.rp.optimal else "bounded",
             )
         )
     return out
