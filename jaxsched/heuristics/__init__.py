@@ -1,5 +1,13 @@
 """Heuristics and bounds: list scheduling priorities, length and RP lower bounds."""
 
+from jaxsched.heuristics.bounds import (
+    head_times,
+    length_lower_bound,
+    length_lower_bound_jax,
+    rp_lower_bound,
+    rp_peak_lower_bound_jax,
+    simple_length_lower_bound,
+)
 from jaxsched.heuristics.list_scheduler import (
     DEFAULT_PRIORITY,
     PRIORITIES,
@@ -21,11 +29,17 @@ __all__ = [
     "HeuristicError",
     "HostSchedule",
     "ListSchedule",
+    "head_times",
     "heuristic_schedule",
+    "length_lower_bound",
+    "length_lower_bound_jax",
     "list_schedule",
     "list_schedule_batch",
     "list_schedule_jit",
     "normalize_priority",
     "order_peak_rp",
+    "rp_lower_bound",
+    "rp_peak_lower_bound_jax",
+    "simple_length_lower_bound",
     "stall_schedule",
 ]
