@@ -20,6 +20,7 @@ from jaxsched.heuristics.list_scheduler import (
     list_schedule_jit,
     normalize_priority,
     order_peak_rp,
+    priority_codes,
     stall_schedule,
 )
 
@@ -38,6 +39,7 @@ __all__ = [
     "list_schedule_jit",
     "normalize_priority",
     "order_peak_rp",
+    "priority_codes",
     "rp_lower_bound",
     "rp_peak_lower_bound_jax",
     "simple_length_lower_bound",

@@ -36,7 +36,7 @@ import numpy as np
 from jax import lax
 
 from jaxsched.machines.model import Machine, occupancy_jax
-from jaxsched.problem.padded import DeviceRegion, padded_shape, stack
+from jaxsched.problem.padded import DeviceRegion, PaddedShape, padded_shape, stack
 from jaxsched.problem.region import Region
 
 __all__ = [
@@ -51,6 +51,7 @@ __all__ = [
     "list_schedule_jit",
     "normalize_priority",
     "order_peak_rp",
+    "priority_codes",
     "stall_schedule",
 ]
 
@@ -102,6 +103,32 @@ def normalize_priority(priority: str | Sequence[str]) -> tuple[str, ...]:
                 f"priority: unknown name {name!r} in {names!r} (known: {', '.join(PRIORITIES)})"
             )
     return names
+
+
+def priority_codes(priority: str | Sequence[str]) -> np.ndarray:
+    """int32[len(PRIORITIES)]: a priority as key codes (indices into `PRIORITIES`).
+
+    Repeated names are dropped (they cannot break ties) and the tail is padded with ``"nid"``,
+    so every priority has the same shape: passing codes as an array to `list_schedule` changes
+    the priority without recompiling.
+    """
+    names = tuple(dict.fromkeys(normalize_priority(priority)))
+    names = names + ("nid",) * (len(PRIORITIES) - len(names))
+    return np.array([PRIORITIES.index(x) for x in names], np.int32)
+
+
+def _as_codes(priority) -> jax.Array:
+    """Codes from names, or an int array of codes validated by shape and dtype."""
+    if isinstance(priority, str) or (
+        isinstance(priority, Sequence) and all(isinstance(x, str) for x in priority)
+    ):
+        return jnp.asarray(priority_codes(priority))
+    codes = jnp.asarray(priority)
+    if codes.ndim != 1 or codes.shape[0] < 1 or not jnp.issubdtype(codes.dtype, jnp.integer):
+        raise HeuristicError(
+            f"priority: expected names or int codes of shape [P], got {codes.dtype}{codes.shape}"
+        )
+    return codes.astype(jnp.int32)
 
 
 def _check_issue_width(issue_width: int) -> int:
@@ -227,19 +254,14 @@ def _select(ready: jax.Array, keys: Sequence[jax.Array]) -> jax.Array:
     return jnp.where(jnp.any(mask), first, N)
 
 
-def _static_keys(
-    dev: DeviceRegion, names: tuple[str, ...], latencies: bool
-) -> dict[str, jax.Array]:
+def _key_table(dev: DeviceRegion, t: _Tables, regs: _Regs, latencies: bool) -> jax.Array:
+    """int32[len(PRIORITIES), N]: every priority key now (row order of `PRIORITIES`)."""
     N = dev.valid.shape[0]
-    keys: dict[str, jax.Array] = {}
-    for name in names:
-        if name == "cp":
-            keys[name] = jnp.asarray(dev.cp if latencies else dev.cp_unit, jnp.int32)
-        elif name == "succ":
-            keys[name] = jnp.asarray(dev.num_succs, jnp.int32)
-        elif name == "nid":
-            keys[name] = -jnp.arange(N, dtype=jnp.int32)
-    return keys
+    cp = jnp.asarray(dev.cp if latencies else dev.cp_unit, jnp.int32)
+    luc = _last_use_count(t, regs, N)
+    succ = jnp.asarray(dev.num_succs, jnp.int32)
+    nid = -jnp.arange(N, dtype=jnp.int32)
+    return jnp.stack([cp, luc, succ, nid])
 
 
 # ------------------------------------------------------------------------------ list schedule
@@ -268,7 +290,8 @@ def list_schedule(
     Args:
       dev: one `DeviceRegion` (no batch axis), N instructions padded, R registers, F files.
       lut: int32[F, T] occupancy table (`Machine.occupancy_lut`).
-      priority: static; a name of `PRIORITIES` or a tuple of names (lexicographic).
+      priority: a name of `PRIORITIES`, a tuple of names (lexicographic), or int32[P] codes
+        from `priority_codes` (an array: a new priority needs no recompile).
       latencies: static; False = RP pass (cycles are positions), True = cycle-by-cycle with
         latencies, stalls and ``issue_width``.
       issue_width: static; instructions per cycle (latency mode only).
@@ -278,11 +301,10 @@ def list_schedule(
     Returns:
       A `ListSchedule`.
     """
-    names = normalize_priority(priority)
+    codes = _as_codes(priority)
     iw = _check_issue_width(issue_width)
     t = _tables(dev)
     N = dev.valid.shape[0]
-    static = _static_keys(dev, names, latencies)
     n = jnp.asarray(dev.n, jnp.int32)
 
     def step(k: jax.Array, s: _State) -> _State:
@@ -300,7 +322,8 @@ def list_schedule(
             ready = cand & (s.earliest[:N] <= now)
         else:
             now, used, ready = k, s.used, cand
-        keys = [_last_use_count(t, s.regs, N) if name == "luc" else static[name] for name in names]
+        table = _key_table(dev, t, s.regs, latencies)
+        keys = [table[codes[p]] for p in range(codes.shape[0])]
         j = jnp.where(active, _select(ready, keys), N)
         succ = t.succ[j]
         return _State(
@@ -344,8 +367,33 @@ def _finish(order, cycles, length, peak, lut, target) -> ListSchedule:
     )
 
 
-#: `list_schedule` under `jit` (static: priority, latencies, issue_width).
-list_schedule_jit = jax.jit(list_schedule, static_argnames=("priority", "latencies", "issue_width"))
+@partial(jax.jit, static_argnames=("latencies", "issue_width"))
+def _list_schedule_jit(dev, lut, codes, target, *, latencies, issue_width) -> ListSchedule:
+    return list_schedule(
+        dev, lut, priority=codes, latencies=latencies, issue_width=issue_width, target=target
+    )
+
+
+def list_schedule_jit(
+    dev: DeviceRegion,
+    lut: jax.Array,
+    *,
+    priority: str | Sequence[str] | jax.Array = DEFAULT_PRIORITY,
+    latencies: bool,
+    issue_width: int = 1,
+    target: jax.Array | int | None = None,
+) -> ListSchedule:
+    """`list_schedule` under `jit`; the priority travels as codes (one compile for all)."""
+    lut = jnp.asarray(lut)
+    tgt = jnp.min(lut[:, 0]) if target is None else jnp.asarray(target, jnp.int32)
+    return _list_schedule_jit(
+        dev,
+        lut,
+        _as_codes(priority),
+        tgt,
+        latencies=bool(latencies),
+        issue_width=_check_issue_width(issue_width),
+    )
 
 
 # ------------------------------------------------------------------------------ given orders
@@ -408,13 +456,13 @@ def order_peak_rp(dev: DeviceRegion, order: jax.Array) -> jax.Array:
 
 
 # ------------------------------------------------------------------------------ host side
-@partial(jax.jit, static_argnames=("priority", "latencies", "issue_width"))
+@partial(jax.jit, static_argnames=("latencies", "issue_width"))
 def _batch_jit(
     dev: DeviceRegion,
     lut: jax.Array,
     target: jax.Array,
+    priority: jax.Array,
     *,
-    priority: tuple[str, ...],
     latencies: bool,
     issue_width: int,
 ) -> ListSchedule:
@@ -439,23 +487,25 @@ def list_schedule_batch(
     *,
     priority: str | Sequence[str] = DEFAULT_PRIORITY,
     latencies: bool = True,
+    shape: PaddedShape | None = None,
 ) -> list[HostSchedule]:
     """List-schedule many regions: grouped by bucket, padded, stacked and `vmap`ped under one
     `jit` per shape (the batch is padded to a power of two to limit recompiles).
 
+    ``shape``: pad every region to this one shape instead (one batch, one compile; it must
+    hold every region, e.g. `jaxsched.problem.padded.common_shape`).
+
     Returns one `HostSchedule` per region, in input order.
     """
-    names = normalize_priority(priority)
+    codes = jnp.asarray(priority_codes(priority))
     if not regions:
         return []
     lut = jnp.asarray(machine.occupancy_lut)
     target = jnp.int32(machine.target_occupancy)
     out: list[HostSchedule | None] = [None] * len(regions)
-    for idx in _groups(regions, machine).values():
+    groups = [list(range(len(regions)))] if shape else list(_groups(regions, machine).values())
+    for idx in groups:
         group = [regions[i] for i in idx]
-        shape = padded_shape(group[0], machine)
-        for r in group[1:]:
-            shape = shape.join(padded_shape(r, machine))
         count = 1 << (len(group) - 1).bit_length()
         dev, _ = stack([*group, *[group[0]] * (count - len(group))], machine, shape)
         res = jax.device_get(
@@ -463,7 +513,7 @@ def list_schedule_batch(
                 dev,
                 lut,
                 target,
-                priority=names,
+                codes,
                 latencies=bool(latencies),
                 issue_width=machine.issue_width,
             )
