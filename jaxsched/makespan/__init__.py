@@ -7,7 +7,8 @@ the makespan. `exact_worst_case` proves the worst case on small instances.
 """
 
 from jaxsched.makespan.anneal import STARTS, MakespanResult, estimate
-from jaxsched.makespan.decode import Schedule, decode
+from jaxsched.makespan.decoder import Schedule, decode
+from jaxsched.makespan.exact import ExactBudgetExceeded, ExactResult, exact_worst_case
 from jaxsched.makespan.model import (
     SM,
     UNITS,
@@ -24,12 +25,15 @@ __all__ = [
     "SM",
     "STARTS",
     "UNITS",
+    "ExactBudgetExceeded",
+    "ExactResult",
     "MakespanError",
     "MakespanResult",
     "Normalized",
     "Schedule",
     "decode",
     "estimate",
+    "exact_worst_case",
     "fixed_priority",
     "lower_bound",
     "most_pending",

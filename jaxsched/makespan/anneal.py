@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxsched.makespan.decode import Decoded, Tables, decode_batch, redecode, tables, warp_cycles
+from jaxsched.makespan.decoder import Decoded, Tables, decode_batch, redecode, tables, warp_cycles
 from jaxsched.makespan.model import (
     SM,
     MakespanError,
