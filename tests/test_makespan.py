@@ -1,0 +1,339 @@
+"""Tests of jaxsched.makespan: model, decoder, incremental decoder, annealing, exact search."""
+
+from __future__ import annotations
+
+import itertools
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxsched.makespan import (
+    SM,
+    MakespanError,
+    decode,
+    estimate,
+    exact_worst_case,
+    fixed_priority,
+    lower_bound,
+    most_pending,
+    normalize,
+    round_robin,
+)
+from jaxsched.makespan import anneal as anneal_mod
+from jaxsched.makespan import decoder as dec
+
+UNITS = "LCSD"
+
+# ----------------------------------------------------------------------------- independent code
+
+
+def plain_decode(kernel: str, caps: dict[str, int], sigma: int, string) -> list[list[int]]:
+    """Plain-Python decoder straight from the spec: 1-based cycles per warp and instruction."""
+    warps = max(string) + 1
+    per_cycle: dict[int, list[str]] = {}
+    cycles: list[list[int]] = [[] for _ in range(warps)]
+    for w in string:
+        unit = kernel[len(cycles[w])]
+        c = cycles[w][-1] + 1 if cycles[w] else 1
+        while True:
+            used = per_cycle.get(c, [])
+            if len(used) < sigma and used.count(unit) < caps.get(unit, sigma):
+                break
+            c += 1
+        per_cycle.setdefault(c, []).append(unit)
+        cycles[w].append(c)
+    return cycles
+
+
+def verify_schedule(kernel: str, caps: dict[str, int], sigma: int, cycles) -> int:
+    """Independent check of a schedule (int[W, I], 1-based); returns its makespan."""
+    cycles = np.asarray(cycles)
+    assert cycles.shape[1] == len(kernel)
+    assert np.all(cycles >= 1)
+    assert np.all(np.diff(cycles, axis=1) >= 1), "a warp's instructions must issue in order"
+    per_cycle = np.bincount(cycles.ravel())
+    assert per_cycle.max() <= sigma, "more warps issue in a cycle than there are schedulers"
+    for u in set(kernel):
+        cols = [k for k, ch in enumerate(kernel) if ch == u]
+        use = np.bincount(cycles[:, cols].ravel())
+        assert use.max() <= caps.get(u, sigma), f"unit {u} over capacity"
+    return int(cycles.max())
+
+
+def int_caps(norm) -> dict[str, int]:
+    return {u: int(norm.capacity[i]) for i, u in enumerate(UNITS)}
+
+
+CONFIGS = [
+    SM(4, {"L": 1, "C": 4, "S": 1, "D": 0.5}),
+    SM(2, {"L": 1, "C": 2, "S": 0.5, "D": 0.25}),
+    SM(1, {"L": 1, "C": 1, "S": 1, "D": 1}),
+    SM(3, {"L": 2, "C": 3, "S": 1, "D": 1}, cycles={"S": 2}),
+]
+
+
+# ----------------------------------------------------------------------------- model
+
+
+def test_normalisation_rules():
+    sm = SM.from_units(4, {"L": 32, "C": 128, "S": 16, "D": 12}, warp_size=32, cycles={"S": 4})
+    norm = normalize("LCSD", sm)
+    # S: 16 units / warp 32 -> 2 copies, times 4 cycles -> 8; D: 12/32 -> ceil(32/12) = 3 copies.
+    assert norm.kernel == "LC" + "S" * 8 + "DDD"
+    assert norm.repeat == {"L": 1, "C": 1, "S": 8, "D": 3}
+    assert list(norm.capacity) == [1, 4, 1, 1]
+    # Fractional capacities above 1 round down; capacities above sigma are clipped.
+    norm = normalize("LLC", SM(2, {"L": 1.5, "C": 9}))
+    assert norm.kernel == "LLC" and list(norm.capacity[:2]) == [1, 2]
+    # Unused units never bind.
+    assert int(normalize("C", SM(3, {"C": 1})).capacity[UNITS.index("S")]) == 3
+    # Lower case and spaces are accepted.
+    assert normalize(" lc c ", SM(1, {"L": 1, "C": 1})).kernel == "LCC"
+
+
+def test_lower_bound_formula():
+    norm = normalize("LLCS", SM(2, {"L": 1, "C": 2, "S": 0.5}))  # -> LLCSS
+    # max(ceil(3*5/2)=8, L: 3*2/1=6, C: ceil(3/2)=2, S: 3*2/1=6, I=5)
+    assert lower_bound(norm, 3) == 8
+    assert lower_bound(norm, 1) == 5
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: normalize("LCX", CONFIGS[0]), "invalid letter"),
+        (lambda: normalize("", CONFIGS[0]), "empty"),
+        (lambda: normalize("LCS", SM(2, {"L": 1, "C": 1})), "no capacity"),
+        (lambda: SM(2, {"L": 0}), "zero capacity"),
+        (lambda: SM(2, {"L": -1}), "positive"),
+        (lambda: SM(0, {"L": 1}), "schedulers"),
+        (lambda: SM(2, {"Q": 1}), "unknown unit"),
+        (lambda: SM(2, {"L": 1}, cycles={"L": 0}), "cycles"),
+        (lambda: estimate("LC", 0, CONFIGS[0]), "warps"),
+        (lambda: estimate("LC", 2, CONFIGS[0], chains=0), "chains"),
+        (lambda: estimate("LC", 2, CONFIGS[0], starts=("nope",)), "starts"),
+        (lambda: decode("LC", [0, 1, 1], CONFIGS[0]), "multiple"),
+        (lambda: decode("LC", [0, 0, 0, 1], CONFIGS[0], warps=2), "occurs"),
+        (lambda: decode("LC", [0, 2, 1, 1], CONFIGS[0], warps=2), "outside"),
+        (lambda: exact_worst_case("LC", 2, CONFIGS[0], node_budget=0), "node_budget"),
+    ],
+)
+def test_bad_input_is_a_clear_value_error(call, match):
+    with pytest.raises(MakespanError, match=match):
+        call()
+    assert issubclass(MakespanError, ValueError)
+
+
+def test_start_templates():
+    assert list(round_robin(3, 2)) == [0, 1, 2, 0, 1, 2]
+    assert list(fixed_priority(3, 2)) == [0, 0, 1, 1, 2, 2]
+    norm = normalize("LLCL", CONFIGS[0])
+    mp = most_pending(norm, 4)
+    assert sorted(np.bincount(mp)) == [4, 4, 4, 4]
+    # Most pending first: no warp ever gets two instructions ahead of another.
+    counts = np.zeros(4, int)
+    for w in mp:
+        counts[w] += 1
+        assert counts.max() - counts.min() <= 1
+
+
+# ----------------------------------------------------------------------------- decoder
+
+
+@pytest.mark.parametrize("config", range(len(CONFIGS)))
+def test_decoder_matches_plain_decoder(config):
+    sm = CONFIGS[config]
+    rng = np.random.default_rng(config)
+    kernel = "".join(rng.choice(list(UNITS), size=7))
+    norm = normalize(kernel, sm)
+    warps = 6
+    base = round_robin(warps, len(norm.kernel))
+    strings = np.stack([rng.permutation(base) for _ in range(1000)])
+    out = decode(norm, strings)
+    caps = int_caps(norm)
+    for r in range(len(strings)):
+        want = plain_decode(norm.kernel, caps, norm.schedulers, list(strings[r]))
+        np.testing.assert_array_equal(out.cycles[r], want)
+        assert out.makespan[r] == verify_schedule(norm.kernel, caps, norm.schedulers, want)
+
+
+def test_decode_single_and_vmap():
+    norm = normalize("LCCS", CONFIGS[1])
+    warps = 3
+    string = np.random.default_rng(1).permutation(round_robin(warps, len(norm.kernel)))
+    one = decode(norm, string)
+    assert one.makespan == int(one.cycles.max())
+    tab = dec.tables(norm, warps)
+    batch = jnp.asarray(np.stack([string, round_robin(warps, len(norm.kernel))]))
+    cyc, ms = jax.jit(jax.vmap(dec.decode_arrays, in_axes=(None, 0, None)), static_argnums=2)(
+        tab, batch, warps
+    )
+    assert int(ms[0]) == one.makespan
+    np.testing.assert_array_equal(dec.warp_cycles(string, np.asarray(cyc[0]), warps), one.cycles)
+
+
+def test_incremental_matches_full():
+    sm = CONFIGS[0]
+    norm = normalize("LLCSDCL", sm)
+    warps, chains = 5, 200
+    tab = dec.tables(norm, warps)
+    rng = np.random.default_rng(7)
+    base = round_robin(warps, len(norm.kernel))
+    old = np.stack([rng.permutation(base) for _ in range(chains)], axis=1)  # [n, B]
+    full = jax.jit(dec.decode_batch, static_argnums=2)
+    red = jax.jit(dec.redecode, static_argnums=4)
+    old_dec = full(tab, jnp.asarray(old), warps)
+    n = old.shape[0]
+    for p in [0, 1, n // 2, n - 2, n - 1]:
+        new = old.copy()
+        for b in range(chains):  # shuffle the suffix: the prefix [0, p) stays
+            new[p:, b] = rng.permutation(new[p:, b])
+        got = red(tab, old_dec, jnp.asarray(new), jnp.int32(p), warps)
+        want = full(tab, jnp.asarray(new), warps)
+        np.testing.assert_array_equal(got.cycle, want.cycle)
+        np.testing.assert_array_equal(got.unit, want.unit)
+        np.testing.assert_array_equal(got.makespan, want.makespan)
+
+
+# ----------------------------------------------------------------------------- annealing
+
+
+def _check_result(res, norm, warps):
+    caps = int_caps(norm)
+    want = plain_decode(norm.kernel, caps, norm.schedulers, list(res.warp_string))
+    np.testing.assert_array_equal(res.cycles, want)
+    assert verify_schedule(norm.kernel, caps, norm.schedulers, res.cycles) == res.makespan
+    assert res.makespan >= res.lower_bound
+    assert sorted(np.bincount(res.warp_string, minlength=warps)) == [len(norm.kernel)] * warps
+    hist = res.history
+    assert hist.shape == (len(res.history_iterations), res.chains)
+    assert np.all(np.diff(hist, axis=0) >= 0), "best-so-far must not decrease"
+    np.testing.assert_array_equal(hist[-1], res.chain_best)
+    assert res.makespan == hist[-1].max()
+
+
+def test_estimate_valid_and_deterministic():
+    sm = CONFIGS[0]
+    norm = normalize("LLCCSCDCL", sm)
+    kw = dict(seed=3, chains=32, iterations=120, chunk=40)
+    a = estimate(norm, 6, **kw)
+    b = estimate(norm, 6, **kw)
+    _check_result(a, norm, 6)
+    assert a.makespan == b.makespan
+    np.testing.assert_array_equal(a.history, b.history)
+    np.testing.assert_array_equal(a.warp_string, b.warp_string)
+    # Chunking does not change the random stream.
+    c = estimate(norm, 6, **{**kw, "chunk": 7})
+    np.testing.assert_array_equal(a.history[-1], c.history[-1])
+    assert set(a.chain_start) == set(anneal_mod.STARTS)
+    # Annealing improves on the start strings somewhere.
+    assert a.history[-1].sum() > a.history[0].sum()
+
+
+def test_single_warp_and_single_instruction():
+    res = estimate("LCS", 1, CONFIGS[0], chains=4, iterations=10)
+    assert res.makespan == 3 and res.lower_bound == 3
+    res = estimate("C", 3, CONFIGS[2], chains=4, iterations=10)
+    assert res.makespan == 3
+
+
+def test_anneal_does_not_retrace_and_matches_eager():
+    norm = normalize("LCCSL", CONFIGS[0])
+    warps, chains = 4, 8
+    tab = dec.tables(norm, warps)
+    strings, _ = anneal_mod.start_strings(norm, warps, chains, anneal_mod.STARTS, jax.random.key(0))
+    init = anneal_mod._init_jit(tab, jnp.asarray(strings.T), warps)
+    traced = jax.jit(
+        chex.assert_max_traces(anneal_mod.anneal_steps, n=1), static_argnames="num_warps"
+    )
+    key = jax.random.key(1)
+    s1 = traced(
+        tab, init, key, jnp.int32(0), jnp.int32(5), jnp.int32(50), jnp.float32(0.3), num_warps=warps
+    )
+    # New t0, iterations, start, step count and kernel contents: no retrace.
+    tab2 = dec.tables(normalize("CSLLC", CONFIGS[0]), warps)
+    traced(
+        tab2, s1, key, jnp.int32(5), jnp.int32(9), jnp.int32(80), jnp.float32(1.5), num_warps=warps
+    )
+    eager = anneal_mod.anneal_steps(
+        tab, init, key, jnp.int32(0), jnp.int32(5), jnp.int32(50), jnp.float32(0.3), num_warps=warps
+    )
+    chex.assert_trees_all_equal(s1, eager)
+
+
+# ----------------------------------------------------------------------------- exact search
+
+
+def brute_force(norm, warps) -> int:
+    caps = int_caps(norm)
+    base = [w for w in range(warps) for _ in norm.kernel]
+    return max(
+        max(map(max, plain_decode(norm.kernel, caps, norm.schedulers, list(s))))
+        for s in set(itertools.permutations(base))
+    )
+
+
+@pytest.mark.parametrize(
+    ("kernel", "warps", "config"),
+    [("LCL", 3, 1), ("SC", 3, 1), ("LCCL", 2, 0), ("LLC", 3, 3), ("LSD", 2, 0), ("CC", 3, 2)],
+)
+def test_exact_matches_brute_force(kernel, warps, config):
+    norm = normalize(kernel, CONFIGS[config])
+    res = exact_worst_case(norm, warps)
+    assert res.makespan == brute_force(norm, warps)
+    caps = int_caps(norm)
+    cycles = plain_decode(norm.kernel, caps, norm.schedulers, list(res.warp_string))
+    assert verify_schedule(norm.kernel, caps, norm.schedulers, cycles) == res.makespan
+
+
+def test_exact_budget():
+    from jaxsched.makespan import ExactBudgetExceeded
+
+    with pytest.raises(ExactBudgetExceeded, match="node_budget"):
+        exact_worst_case("LCSLC", 4, CONFIGS[0], node_budget=10)
+
+
+def _small_instances(lengths, warps_list, letters, configs):
+    for length in lengths:
+        for kernel in itertools.product(letters, repeat=length):
+            for warps in warps_list:
+                for config in configs:
+                    yield "".join(kernel), warps, config
+
+
+def _estimate_vs_exact(instances, chains, iterations):
+    equal = total = 0
+    misses = []
+    for kernel, warps, config in instances:
+        norm = normalize(kernel, CONFIGS[config])
+        ex = exact_worst_case(norm, warps)
+        est = estimate(norm, warps, seed=0, chains=chains, iterations=iterations)
+        _check_result(est, norm, warps)
+        assert est.makespan <= ex.makespan, (kernel, warps, config)
+        assert ex.makespan >= ex.lower_bound
+        total += 1
+        equal += est.makespan == ex.makespan
+        if est.makespan != ex.makespan:
+            misses.append((kernel, warps, config, est.makespan, ex.makespan))
+    return equal, total, misses
+
+
+def test_estimate_reaches_exact_on_small_instances():
+    # W = 3, every kernel over {L, C, S} of length 3, two SM configurations of equal shape.
+    instances = list(_small_instances([3], [3], "LCS", [0, 2]))
+    equal, total, misses = _estimate_vs_exact(instances, chains=32, iterations=150)
+    print(f"estimate == exact on {equal}/{total} small instances; misses: {misses}")
+    assert equal >= 0.95 * total
+
+
+@pytest.mark.slow
+def test_estimate_reaches_exact_on_all_small_instances():
+    # W <= 4, every kernel over {L, C, S} up to 4 instructions and over {L, C} of 5-6, 3 SMs.
+    instances = list(_small_instances([1, 2, 3, 4], [2, 3, 4], "LCS", [0, 1, 3]))
+    instances += list(_small_instances([5, 6], [2, 3, 4], "LC", [0]))
+    equal, total, misses = _estimate_vs_exact(instances, chains=64, iterations=300)
+    print(f"estimate == exact on {equal}/{total} small instances; misses: {misses[:20]}")
+    assert equal >= 0.97 * total
