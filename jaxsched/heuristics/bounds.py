@@ -220,10 +220,12 @@ def rp_peak_lower_bound_jax(dev: DeviceRegion) -> jax.Array:
     end = total(ids, (always | (live_out & (live_in | defined)))[:R])
     always_w = total(ids, always[:R])
 
+    pred, succ = jnp.asarray(dev.pred), jnp.asarray(dev.succ)
+
     def at(j: jax.Array) -> jax.Array:
         u, d = uses[j], defs[j]
-        pdefs = defs[dev.pred[j]]  # [P, V] (sentinel rows hold R)
-        suses = uses[dev.succ[j]]  # [D, U]
+        pdefs = defs[pred[j]]  # [P, V] (sentinel rows hold R)
+        suses = uses[succ[j]]  # [D, U]
         real = u < R
         in_pred = jnp.any(u[:, None, None] == pdefs[None], axis=(1, 2))
         in_succ = jnp.any(u[:, None, None] == suses[None], axis=(1, 2))
