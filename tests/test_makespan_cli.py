@@ -1,0 +1,122 @@
+"""Smoke tests of ``jaxsched makespan``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from jaxsched.cli.main import main
+from jaxsched.makespan import SM, exact_worst_case
+
+
+def test_cli_json(capsys):
+    rc = main(
+        [
+            "makespan",
+            "--kernel",
+            "LLCS",
+            "--warps",
+            "3",
+            "--schedulers",
+            "2",
+            "--capacity",
+            "L=1,C=2,S=0.5",
+            "--chains",
+            "16",
+            "--iterations",
+            "50",
+            "--json",
+            "--exact",
+            "--quiet",
+        ]
+    )
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["kernel"] == "LLCSS"
+    exact = exact_worst_case("LLCS", 3, SM(2, {"L": 1, "C": 2, "S": 0.5})).makespan
+    assert out["exact"] == exact
+    assert out["lower_bound"] <= out["estimate"] <= exact
+    assert len(out["warp_string"]) == 15 and len(out["cycles"]) == 3
+
+
+def test_cli_text_progress_and_plot(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    plot = tmp_path / "s.png"
+    rc = main(
+        [
+            "makespan",
+            "--kernel",
+            "LCCD",
+            "--warps",
+            "4",
+            "--schedulers",
+            "4",
+            "--capacity",
+            "L=1,C=4,D=0.5",
+            "--chains",
+            "8",
+            "--iterations",
+            "20",
+            "--plot",
+            str(plot),
+        ]
+    )
+    assert rc == 0
+    cap = capsys.readouterr()
+    assert "worst-case makespan estimate" in cap.out and "lower bound" in cap.out
+    assert "steps" in cap.err  # the progress bar
+    assert plot.stat().st_size > 0
+
+
+@pytest.mark.parametrize(
+    ("argv", "match"),
+    [
+        (["--kernel", "LXC", "--capacity", "L=1,C=1"], "invalid letter"),
+        (["--kernel", "LC", "--capacity", "L=1"], "no capacity"),
+        (["--kernel", "LC", "--capacity", "L=0,C=1"], "zero capacity"),
+        (["--kernel", "LC", "--capacity", "L1"], "UNIT=VALUE"),
+        (["--kernel", "LC", "--capacity", "L=1,C=1", "--function", "f"], "--ptx"),
+    ],
+)
+def test_cli_errors(argv, match, capsys):
+    rc = main(["makespan", "--warps", "2", "--schedulers", "2", "--quiet", *argv])
+    assert rc == 2
+    assert match in capsys.readouterr().err
+
+
+def test_cli_ptx(tmp_path, capsys):
+    ptx = pytest.importorskip("jaxsched.io.ptx")
+    src = tmp_path / "k.ptx"
+    src.write_text(
+        ".version 7.0\n.target sm_70\n.address_size 64\n"
+        ".visible .entry k(.param .u64 p)\n{\n"
+        "\t.reg .f32 %f<4>;\n\t.reg .b64 %rd<3>;\n"
+        "\tld.param.u64 %rd1, [p];\n"
+        "\tld.global.f32 %f1, [%rd1];\n"
+        "\tadd.f32 %f2, %f1, %f1;\n"
+        "\tst.global.f32 [%rd1], %f2;\n"
+        "\tret;\n}\n"
+    )
+    kernel = ptx.kernel_string(src)
+    rc = main(
+        [
+            "makespan",
+            "--ptx",
+            str(src),
+            "--warps",
+            "2",
+            "--schedulers",
+            "2",
+            "--capacity",
+            "L=1,C=1,S=1,D=1",
+            "--chains",
+            "4",
+            "--iterations",
+            "5",
+            "--json",
+            "--quiet",
+        ]
+    )
+    assert rc == 0
+    assert json.loads(capsys.readouterr().out)["kernel"] == kernel
