@@ -78,7 +78,7 @@ def throughput(chain_counts, iterations, so) -> list[dict]:
     for name, kernel, warps in INSTANCES:
         norm = normalize(kernel, SM_BENCH)
         n = warps * len(norm.kernel)
-        c_row = run_c(so, norm, warps, max(2000, 20 * iterations)) if so else None
+        c_row = run_c(so, norm, warps, 50_000) if so else None
         for chains in chain_counts:
             its = max(5, min(iterations, 100_000 // chains))  # ~1e5 chain-steps per row
             res = estimate(norm, warps, seed=0, chains=chains, iterations=its, chunk=its)
