@@ -1,6 +1,14 @@
-"""jaxsched: GPU instruction scheduling by vectorised search in JAX."""
+"""jaxsched: GPU instruction scheduling by vectorised search in JAX.
+
+The curated public API. Submodules: `jaxsched.problem` (regions, file format, padded form),
+`jaxsched.machines`, `jaxsched.heuristics`, `jaxsched.colony`, `jaxsched.makespan`,
+`jaxsched.exact`, `jaxsched.io` (MIR, PTX front ends).
+"""
 
 from jaxsched import machines
+from jaxsched.colony.params import ColonyConfig, ColonyParams, default_params
+from jaxsched.colony.solve import Options, Result, schedule, solve_batch
+from jaxsched.heuristics import heuristic_schedule, length_lower_bound, rp_lower_bound
 from jaxsched.machines import Machine, RegisterFile, generic, get_machine, gfx906
 from jaxsched.problem import (
     Edge,
@@ -12,11 +20,41 @@ from jaxsched.problem import (
     load_regions,
     save_regions,
 )
+from jaxsched.problem.generate import generate_region, generate_regions
+from jaxsched.verify import InvalidSchedule, ScheduleReport, verify, verify_order
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Edge", "Instruction", "Machine", "Region", "RegionError", "Register", "RegisterFile",
-    "__version__", "generic", "get_machine", "gfx906", "load_region", "load_regions",
-    "machines", "save_regions",
+    "ColonyConfig",
+    "ColonyParams",
+    "Edge",
+    "Instruction",
+    "InvalidSchedule",
+    "Machine",
+    "Options",
+    "Region",
+    "RegionError",
+    "Register",
+    "RegisterFile",
+    "Result",
+    "ScheduleReport",
+    "__version__",
+    "default_params",
+    "generate_region",
+    "generate_regions",
+    "generic",
+    "get_machine",
+    "gfx906",
+    "heuristic_schedule",
+    "length_lower_bound",
+    "load_region",
+    "load_regions",
+    "machines",
+    "rp_lower_bound",
+    "save_regions",
+    "schedule",
+    "solve_batch",
+    "verify",
+    "verify_order",
 ]

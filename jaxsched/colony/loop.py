@@ -24,6 +24,7 @@ from jaxsched.colony.construct import (
     StepInputs,
     construct_ants,
     rp_cost,
+    rp_limits,
 )
 from jaxsched.colony.params import ColonyConfig, ColonyParams
 
@@ -41,6 +42,7 @@ class PassProblem(NamedTuple):
     stall_budget: jnp.ndarray  # f32[]: initial G (pass 2)
     patience: jnp.ndarray  # int32[]: iterations without improvement before stopping
     skip: jnp.ndarray  # bool[]: do not run (the start is final)
+    timed: jnp.ndarray  # bool[]: ILP pass (True) or RP pass (False)
 
 
 class PassState(NamedTuple):
@@ -80,21 +82,20 @@ def _first_min(x: jnp.ndarray) -> jnp.ndarray:
 
 
 def ant_costs(
-    res: AntResults, machine: Machine, rp_target: jnp.ndarray, *, timed: bool, wavefront_size: int
+    res: AntResults, machine: Machine, timed: jnp.ndarray, wavefront_size: int
 ) -> jnp.ndarray:
-    """int32[A] cost per ant (BIG when invalid): RP cost in pass 1, length in pass 2.
+    """int32[A] cost per ant (BIG when dead): RP cost in the RP pass, length in the ILP pass.
 
-    Pass 2 applies the wavefront rule: once an ant of a wavefront completes, its unfinished
-    ants stop. In cycle time the first to complete is the shortest, so only the wavefront's
-    shortest ants count.
+    The ILP pass applies the wavefront rule: once an ant of a wavefront completes, its
+    unfinished ants stop. In cycle time the first to complete is the shortest, so only the
+    wavefront's shortest ants count.
     """
-    cost_rp = rp_cost(res.peak.T, machine.lut, machine.target_occupancy)
-    if not timed:
-        return jnp.where(res.dead, BIG, cost_rp)
-    length = jnp.where(res.dead | (cost_rp > rp_target), BIG, res.length)
+    cost_rp = jnp.where(res.dead, BIG, rp_cost(res.peak.T, machine.lut, machine.target_occupancy))
+    length = jnp.where(res.dead, BIG, res.length)
     waves = length.reshape(-1, wavefront_size)
     first_done = waves.min(axis=1, keepdims=True)
-    return jnp.where(waves == first_done, waves, BIG).reshape(-1)
+    cost_ilp = jnp.where(waves == first_done, waves, BIG).reshape(-1)
+    return jnp.where(timed, cost_ilp, cost_rp)
 
 
 def run_pass(
@@ -106,10 +107,12 @@ def run_pass(
     max_iterations: jnp.ndarray,
     *,
     config: ColonyConfig,
-    timed: bool,
     issue_width: int,
+    batch_axis: str | None = None,
 ) -> PassResult:
-    """Run one pass of the colony on one region (vmap over regions for a batch)."""
+    """Run one pass of the colony on one region (vmap over regions, named ``batch_axis``,
+    for a batch). The pass (RP or ILP) is ``prob.timed``, a traced flag: one compilation serves
+    both."""
     N = prob.start_order.shape[0]
     n = prob.prep.n
     heur = prob.start_cost.astype(jnp.float32)
@@ -138,14 +141,13 @@ def run_pass(
         )
 
     def body(s: PassState) -> PassState:
-        target = prob.rp_target if timed else s.best_cost
+        cost_target = jnp.where(prob.timed, prob.rp_target, s.best_cost)
         inp = StepInputs(
             tau=s.tau,
             q0=q0,
-            rp_target=target,
+            rp_limit=rp_limits(machine.lut, machine.target_occupancy, cost_target),
             stall_budget=s.stall_budget,
-            lut=machine.lut,
-            target_occupancy=machine.target_occupancy,
+            timed=prob.timed,
         )
         res = construct_ants(
             prob.prep,
@@ -155,15 +157,13 @@ def run_pass(
             num_steps,
             wavefronts=config.wavefronts,
             wavefront_size=config.wavefront_size,
-            timed=timed,
-            uniform_exploration=(
-                config.uniform_exploration_ilp if timed else config.uniform_exploration_rp
+            uniform_exploration=jnp.where(
+                prob.timed, config.uniform_exploration_ilp, config.uniform_exploration_rp
             ),
             issue_width=issue_width,
+            batch_axis=batch_axis,
         )
-        costs = ant_costs(
-            res, machine, prob.rp_target, timed=timed, wavefront_size=config.wavefront_size
-        )
+        costs = ant_costs(res, machine, prob.timed, config.wavefront_size)
         w = _first_min(costs)
         w_cost = costs[w]
         found = w_cost < BIG

@@ -56,6 +56,8 @@ class ColonyParams(NamedTuple):
     tau_max: jnp.ndarray  # f32[]
     rp_damping: jnp.ndarray  # f32[]: score factor for a candidate that raises RP while another
     #                          eligible one does not (0.9)
+    overflow_damping: jnp.ndarray  # f32[]: score factor for a candidate that would break the RP
+    #                                target while another eligible one would not (0: avoid)
     stall_fraction: jnp.ndarray  # f32[]: share of wavefronts allowed optional stalls (0.25)
     stall_budget_factor: jnp.ndarray  # f32[]: the 1.2 in G = floor(1.2 * max(LB, CP+1)) - n
     weight_cp: jnp.ndarray  # f32[]: heuristic key weights: critical path
@@ -75,6 +77,7 @@ def default_params(**overrides: float) -> ColonyParams:
         tau_min=1.0,
         tau_max=8.0,
         rp_damping=0.9,
+        overflow_damping=0.0,
         stall_fraction=0.25,
         stall_budget_factor=1.2,
         weight_cp=1.0,

@@ -174,7 +174,6 @@ def _run_pass_batch(
     max_iterations: jnp.ndarray,
     *,
     config: ColonyConfig,
-    timed: bool,
     issue_width: int,
 ) -> loop.PassResult:
     return jax.vmap(
@@ -186,13 +185,14 @@ def _run_pass_batch(
             num_steps,
             max_iterations,
             config=config,
-            timed=timed,
             issue_width=issue_width,
-        )
+            batch_axis="regions",
+        ),
+        axis_name="regions",
     )(prob, keys)
 
 
-_run_pass_jit = jax.jit(_run_pass_batch, static_argnames=("config", "timed", "issue_width"))
+_run_pass_jit = jax.jit(_run_pass_batch, static_argnames=("config", "issue_width"))
 
 
 @partial(jax.jit, static_argnames=("ready_slots",))
@@ -441,8 +441,9 @@ def solve_batch(
         stall_budget=jnp.ones(B, jnp.float32),
         patience=jnp.asarray([no_improvement_limit(n) for n in n_arr], jnp.int32),
         skip=jnp.asarray(~real | proven | (rp_costs[ar, start1] <= rp_lb)),
+        timed=jnp.zeros(B, bool),
     )
-    static = {"config": config, "timed": False, "issue_width": iw}
+    static = {"config": config, "issue_width": iw}
     p1 = jax.tree.map(
         np.asarray, cache(_run_pass_jit, static, prob1, mach, params, k1, num_steps, max_it)
     )
@@ -485,8 +486,8 @@ def solve_batch(
         stall_budget=jnp.asarray(np.maximum(budget, 1), jnp.float32),
         patience=prob1.patience,
         skip=jnp.asarray(skip2),
+        timed=jnp.ones(B, bool),
     )
-    static = {"config": config, "timed": True, "issue_width": iw}
     p2 = jax.tree.map(
         np.asarray, cache(_run_pass_jit, static, prob2, mach, params, k2, num_steps, max_it)
     )
