@@ -7,7 +7,8 @@
  * the incremental last-use "kill" widths (XOR of the ids of unscheduled users), scores
  * tau[last][j] * (1 + key[j]) with RP and stall damping, exploit (argmax) with probability q0 or
  * roulette via a prefix sum, one 32-bit hash per decision (`hash32`/`uniform` of construct.py),
- * and early death by RP cost through the occupancy table.
+ * and early death when a peak breaks the per-file RP limit of the RP cost target (with the
+ * "overflow" damping of candidates that would break it while another would not).
  *
  * Inputs are the arrays of `jaxsched.colony.construct.Prepared` (row-major, with their dummy rows
  * for the sentinels: instruction N, register R, ready slot K), so both implementations solve the
@@ -24,16 +25,15 @@
 
 typedef struct {
     /* Sizes (N, K, R as in construct.py: arrays have N + 1 rows etc.). */
-    int32_t N, K, R, F, D, U, V, T, n, issue_width;
+    int32_t N, K, R, F, D, U, V, n, issue_width;
     /* Prepared arrays. */
     const int32_t *succ;         /* [N + 1, D] */
     const int32_t *succ_lat;     /* [N + 1, D] */
     const int32_t *num_preds;    /* [N + 1] */
     const int32_t *uses;         /* [N + 1, U] */
     const int32_t *defs;         /* [N + 1, V] */
-    const int32_t *def_width;    /* [N + 1] */
+    const int32_t *def_wf;       /* [F, N + 1]: width defined per file */
     const int32_t *reg_wf;       /* [R + 1, F] */
-    const int32_t *reg_width;    /* [R + 1] */
     const int32_t *reg_num_uses; /* [R + 1] */
     const int32_t *reg_users_xor;/* [R + 1] */
     const uint8_t *reg_live_in;  /* [R + 1] */
@@ -42,14 +42,14 @@ typedef struct {
     const float *key;            /* [N + 1]: key_rp or key_ilp */
     const int32_t *init_ready;   /* [K + 1] */
     int32_t init_count;
-    const int32_t *init_kill;    /* [N + 1] */
+    const int32_t *init_kill;    /* [F, N + 1] */
     /* Step inputs. */
     const float *tau;            /* [N + 1, N + 1] */
     float q0, stall_budget;
-    int32_t rp_target, target_occupancy;
-    const int32_t *lut;          /* [F, T] */
+    const int32_t *rp_limit;     /* [F]: largest RP per file within the RP cost target */
     /* Parameters. */
-    float weight_cp, weight_successors, weight_last_use, rp_damping, score_floor;
+    float weight_cp, weight_successors, weight_last_use, rp_damping, overflow_damping;
+    float score_floor;
     int32_t timed, stop_dead;
 } Problem;
 
@@ -66,28 +66,40 @@ static inline float uniform01(uint32_t seed, int32_t step) {
     return (float)(bits >> 8) * (1.0f / (float)(1 << 24));
 }
 
-static int32_t rp_cost(const Problem *p, const int32_t *peak) {
-    int32_t occ = BIG;
-    for (int f = 0; f < p->F; ++f) {
-        int32_t i = peak[f] < 0 ? 0 : (peak[f] > p->T - 1 ? p->T - 1 : peak[f]);
-        int32_t o = p->lut[f * p->T + i];
-        if (o < occ) occ = o;
-    }
-    int32_t c = p->target_occupancy - occ;
-    return c > 0 ? c : 0;
+static int over_limit(const Problem *p, const int32_t *rp) {
+    for (int f = 0; f < p->F; ++f)
+        if (rp[f] > p->rp_limit[f]) return 1;
+    return 0;
 }
 
-/* Per-ant scratch, allocated once per call and re-initialised per ant. */
+/* Per-ant scratch, allocated once per call and re-initialised per ant. Per-file arrays are
+ * minor in the file index: kill[i * F + f], ready_def[k * F + f], ready_kill[k * F + f]. */
 typedef struct {
-    int32_t *ready, *ready_e, *ready_defw, *ready_kill, *slot_of, *preds_left, *earliest, *kill;
+    int32_t *ready, *ready_e, *ready_def, *ready_kill, *slot_of, *preds_left, *earliest, *kill;
     int32_t *remaining, *users_xor, *live_w, *peak;
     float *ready_key, *score;
     uint8_t *live, *eligible, *semi;
 } Scratch;
 
-static void add_widths(const Problem *p, int32_t *live_w, int32_t r, int32_t sign) {
+static void add_widths(const Problem *p, int32_t *acc, int32_t r, int32_t sign) {
     const int32_t *w = p->reg_wf + (size_t)r * p->F;
-    for (int f = 0; f < p->F; ++f) live_w[f] += sign * w[f];
+    for (int f = 0; f < p->F; ++f) acc[f] += sign * w[f];
+}
+
+static inline int32_t sum_f(const int32_t *x, int F) {
+    int32_t s = 0;
+    for (int f = 0; f < F; ++f) s += x[f];
+    return s;
+}
+
+/* A live register r with one use left is killed by that last user: its kill widths grow, in
+ * its ready slot too when it is already a candidate. */
+static void add_kill(const Problem *p, Scratch *s, int32_t r) {
+    const int F = p->F;
+    const int32_t u = s->users_xor[r];
+    add_widths(p, s->kill + (size_t)u * F, r, 1);
+    const int32_t k = s->slot_of[u];
+    if (k != p->K) add_widths(p, s->ready_kill + (size_t)k * F, r, 1);
 }
 
 /* One ant: fills order[n], peak[F]; returns the length; *stalls_out, *dead_out. */
@@ -101,15 +113,18 @@ static int32_t construct_one(const Problem *p, Scratch *s, uint32_t seed, uint32
         s->slot_of[i] = K;
         s->preds_left[i] = p->num_preds[i];
         s->earliest[i] = 0;
-        s->kill[i] = p->init_kill[i];
+        for (int f = 0; f < F; ++f)
+            s->kill[(size_t)i * F + f] = p->init_kill[(size_t)f * (N + 1) + i];
     }
     for (int32_t k = 0; k <= K; ++k) {
-        int32_t id = p->init_ready[k];
+        int32_t id = k < count ? p->init_ready[k] : N;
         s->ready[k] = id;
         s->ready_e[k] = 0;
         s->ready_key[k] = p->key[id];
-        s->ready_defw[k] = p->def_width[id];
-        s->ready_kill[k] = p->init_kill[id];
+        for (int f = 0; f < F; ++f) {
+            s->ready_def[(size_t)k * F + f] = p->def_wf[(size_t)f * (N + 1) + id];
+            s->ready_kill[(size_t)k * F + f] = s->kill[(size_t)id * F + f];
+        }
         if (k < count) s->slot_of[id] = k;
     }
     for (int f = 0; f < F; ++f) s->live_w[f] = 0;
@@ -125,33 +140,38 @@ static int32_t construct_one(const Problem *p, Scratch *s, uint32_t seed, uint32
     const float wl = p->weight_last_use, ws = p->weight_cp + p->weight_successors;
     const float wden = (ws + wl) > 1e-6f ? (ws + wl) : 1e-6f;
     const float g = p->stall_budget;
-    const float *tau_row;
 
     for (int32_t t = 0; t < p->n; ++t) {
         if (count <= 0) break; /* cannot happen on a DAG; guards bad input */
-        /* ---- decide ---- */
+        /* ---- decide: ready vs semi-ready; nothing ready: stall to the first earliest ---- */
         int32_t cyc = cycle, iss = issued;
-        if (p->timed) {
-            int any_ready = 0, min_e = BIG;
-            for (int32_t k = 0; k < count; ++k) {
-                int32_t e = s->ready_e[k];
-                if (e <= cycle) any_ready = 1;
-                if (e < min_e) min_e = e;
-            }
-            if (!any_ready) cyc = cycle > min_e ? cycle : min_e;
-            if (cyc != cycle) iss = 0;
-        }
-        int32_t max_kill = 0;
-        int calm_exists = 0;
+        int any_ready = 0;
+        int32_t min_e = BIG;
         for (int32_t k = 0; k < count; ++k) {
-            int32_t semi = p->timed && s->ready_e[k] > cyc;
-            s->semi[k] = (uint8_t)semi;
+            int32_t e = s->ready_e[k];
+            if (e <= cycle) any_ready = 1;
+            if (e < min_e) min_e = e;
+        }
+        if (!any_ready) cyc = cycle > min_e ? cycle : min_e;
+        if (cyc != cycle) iss = 0;
+        /* Register effect of each candidate: raises RP? would break the RP limit? */
+        int32_t max_kill = 0;
+        int calm_exists = 0, safe_exists = 0;
+        for (int32_t k = 0; k < count; ++k) {
+            const int32_t *kd = s->ready_def + (size_t)k * F, *kk = s->ready_kill + (size_t)k * F;
+            const int32_t semi = s->ready_e[k] > cyc;
+            const int32_t kill = sum_f(kk, F);
+            int over = 0;
+            for (int f = 0; f < F; ++f)
+                if (s->live_w[f] + kd[f] - kk[f] + p->live_through[f] > p->rp_limit[f]) over = 1;
+            s->semi[k] = (uint8_t)(semi | (over << 1) | ((sum_f(kd, F) > kill) << 2));
             s->eligible[k] = (uint8_t)(!semi || may_stall);
-            if (s->ready_kill[k] > max_kill) max_kill = s->ready_kill[k];
-            if (s->eligible[k] && !(s->ready_defw[k] > s->ready_kill[k])) calm_exists = 1;
+            if (kill > max_kill) max_kill = kill;
+            if (s->eligible[k] && !(s->semi[k] & 4)) calm_exists = 1;
+            if (s->eligible[k] && !over) safe_exists = 1;
         }
         const float luc_den = max_kill > 1 ? (float)max_kill : 1.0f;
-        tau_row = p->tau + (size_t)last * (N + 1);
+        const float *tau_row = p->tau + (size_t)last * (N + 1);
         const float taken = (float)stalls;
         const float damp_taken = taken < g ? (g - 2.0f * taken) / g : 1.0f / g;
         float total = 0.0f, best = -1.0f;
@@ -159,11 +179,13 @@ static int32_t construct_one(const Problem *p, Scratch *s, uint32_t seed, uint32
         for (int32_t k = 0; k < count; ++k) {
             float score = 0.0f;
             if (s->eligible[k]) {
-                float luc = (float)s->ready_kill[k] / luc_den;
+                const uint8_t flags = s->semi[k];
+                float luc = (float)sum_f(s->ready_kill + (size_t)k * F, F) / luc_den;
                 float key = (s->ready_key[k] * ws + wl * luc) / wden;
                 score = tau_row[s->ready[k]] * (1.0f + key);
-                if (calm_exists && s->ready_defw[k] > s->ready_kill[k]) score *= p->rp_damping;
-                if (s->semi[k]) {
+                if (calm_exists && (flags & 4)) score *= p->rp_damping;
+                if (safe_exists && (flags & 2)) score *= p->overflow_damping;
+                if (flags & 1) {
                     float wait = (float)(s->ready_e[k] - cyc);
                     float damp_wait = wait < g ? (g - 2.0f * wait) / g : 1.0f / g;
                     score = score * damp_wait * damp_taken;
@@ -193,20 +215,17 @@ static int32_t construct_one(const Problem *p, Scratch *s, uint32_t seed, uint32
         }
         const int32_t j = s->ready[pick];
 
-        /* ---- issue cycle ---- */
-        int32_t c_j = t;
-        if (p->timed) {
-            int32_t e_j = s->ready_e[pick];
-            c_j = cyc > e_j ? cyc : e_j;
-            if (e_j > cyc) stalls += c_j - cyc;
-            iss = (c_j != cyc ? 0 : iss) + 1;
-            if (iss >= p->issue_width) {
-                cycle = c_j + 1;
-                issued = 0;
-            } else {
-                cycle = c_j;
-                issued = iss;
-            }
+        /* ---- issue cycle (RP pass: every earliest cycle is <= cycle) ---- */
+        const int32_t e_j = s->ready_e[pick];
+        const int32_t c_j = cyc > e_j ? cyc : e_j;
+        if (e_j > cyc) stalls += c_j - cyc;
+        iss = (c_j != cyc ? 0 : iss) + 1;
+        if (iss >= p->issue_width) {
+            cycle = c_j + 1;
+            issued = 0;
+        } else {
+            cycle = c_j;
+            issued = iss;
         }
 
         /* ---- swap-remove j from the ready list ---- */
@@ -215,13 +234,15 @@ static int32_t construct_one(const Problem *p, Scratch *s, uint32_t seed, uint32
         s->ready[pick] = moved;
         s->ready_e[pick] = s->ready_e[last_slot];
         s->ready_key[pick] = s->ready_key[last_slot];
-        s->ready_defw[pick] = s->ready_defw[last_slot];
-        s->ready_kill[pick] = s->ready_kill[last_slot];
+        for (int f = 0; f < F; ++f) {
+            s->ready_def[(size_t)pick * F + f] = s->ready_def[(size_t)last_slot * F + f];
+            s->ready_kill[(size_t)pick * F + f] = s->ready_kill[(size_t)last_slot * F + f];
+            s->ready_def[(size_t)last_slot * F + f] = 0;
+            s->ready_kill[(size_t)last_slot * F + f] = 0;
+        }
         s->ready[last_slot] = N;
         s->ready_e[last_slot] = 0;
         s->ready_key[last_slot] = 0.0f;
-        s->ready_defw[last_slot] = 0;
-        s->ready_kill[last_slot] = 0;
         s->slot_of[moved] = pick;
         s->slot_of[j] = K;
         --count;
@@ -230,16 +251,19 @@ static int32_t construct_one(const Problem *p, Scratch *s, uint32_t seed, uint32
         const int32_t *sj = p->succ + (size_t)j * p->D;
         const int32_t *lj = p->succ_lat + (size_t)j * p->D;
         for (int d = 0; d < p->D; ++d) {
-            int32_t x = sj[d];
+            const int32_t x = sj[d];
             if (x == N) continue;
-            if (p->timed && c_j + lj[d] > s->earliest[x]) s->earliest[x] = c_j + lj[d];
+            const int32_t e = c_j + (p->timed ? lj[d] : 0);
+            if (e > s->earliest[x]) s->earliest[x] = e;
             if (--s->preds_left[x] == 0) {
-                int32_t k = count++;
+                const int32_t k = count++;
                 s->ready[k] = x;
                 s->ready_e[k] = s->earliest[x];
                 s->ready_key[k] = p->key[x];
-                s->ready_defw[k] = p->def_width[x];
-                s->ready_kill[k] = s->kill[x];
+                for (int f = 0; f < F; ++f) {
+                    s->ready_def[(size_t)k * F + f] = p->def_wf[(size_t)f * (N + 1) + x];
+                    s->ready_kill[(size_t)k * F + f] = s->kill[(size_t)x * F + f];
+                }
                 s->slot_of[x] = k;
             }
         }
@@ -247,35 +271,31 @@ static int32_t construct_one(const Problem *p, Scratch *s, uint32_t seed, uint32
         /* ---- registers: uses (last uses die), defs born, peak, dead defs die ---- */
         const int32_t *uj = p->uses + (size_t)j * p->U;
         for (int k = 0; k < p->U; ++k) {
-            int32_t r = uj[k];
+            const int32_t r = uj[k];
             if (r == R) continue;
-            int32_t rem = --s->remaining[r];
+            const int32_t rem = --s->remaining[r];
             s->users_xor[r] ^= j;
-            uint8_t was_live = s->live[r];
-            if (rem == 0 && was_live && !p->reg_live_out[r]) {
+            if (!s->live[r] || p->reg_live_out[r]) continue;
+            if (rem == 0) {
                 s->live[r] = 0;
                 add_widths(p, s->live_w, r, -1);
-            } else if (rem == 1 && was_live && !p->reg_live_out[r]) {
-                int32_t u = s->users_xor[r]; /* the one user left kills r */
-                s->kill[u] += p->reg_width[r];
-                s->ready_kill[s->slot_of[u]] += p->reg_width[r];
+            } else if (rem == 1) {
+                add_kill(p, s, r);
             }
         }
         const int32_t *dj = p->defs + (size_t)j * p->V;
-        int born_any = 0;
         for (int k = 0; k < p->V; ++k) {
-            int32_t r = dj[k];
+            const int32_t r = dj[k];
             if (r == R || s->live[r]) continue;
-            s->live[r] = 2; /* born now (2 marks "born" until the dead-def check below) */
+            s->live[r] = 2; /* born now (2 until the dead-def check below) */
             add_widths(p, s->live_w, r, 1);
-            born_any = 1;
         }
         for (int f = 0; f < F; ++f) {
-            int32_t v = s->live_w[f] + p->live_through[f];
+            const int32_t v = s->live_w[f] + p->live_through[f];
             if (v > s->peak[f]) s->peak[f] = v;
         }
         for (int k = 0; k < p->V; ++k) {
-            int32_t r = dj[k];
+            const int32_t r = dj[k];
             if (r == R || !s->live[r]) continue;
             const int born = s->live[r] == 2;
             if (born) s->live[r] = 1;
@@ -284,58 +304,50 @@ static int32_t construct_one(const Problem *p, Scratch *s, uint32_t seed, uint32
                 s->live[r] = 0;
                 add_widths(p, s->live_w, r, -1);
             } else if (born && s->remaining[r] == 1) {
-                int32_t u = s->users_xor[r];
-                s->kill[u] += p->reg_width[r];
-                s->ready_kill[s->slot_of[u]] += p->reg_width[r];
+                add_kill(p, s, r);
             }
         }
-        (void)born_any;
-        s->kill[N] = 0;
-        s->ready_kill[K] = 0;
         last = j;
         order[t] = j;
-        if (!dead && rp_cost(p, s->peak) > p->rp_target) {
+        if (!dead && over_limit(p, s->peak)) {
             dead = 1;
-            if (p->stop_dead) {
-                for (int32_t u = t + 1; u < p->n; ++u) order[u] = N;
-                break;
-            }
+            if (p->stop_dead) break;
         }
     }
     for (int f = 0; f < F; ++f) peak_out[f] = s->peak[f];
     *stalls_out = stalls;
     *dead_out = dead;
-    if (p->timed) return issued > 0 ? cycle + 1 : cycle;
-    return p->n;
+    return issued > 0 ? cycle + 1 : cycle;
 }
 
-/* Run `ants` ants (seeds per ant) on problem `p`. Outputs: order[A, N] (sentinel N after n),
- * peak[A, F], length[A], stalls[A], dead[A]. Returns 0, or -1 if memory ran out. */
+/* Run `ants` ants (seeds per ant) on problem `p`. Outputs: order[A, N] (sentinel N after the
+ * last step), peak[A, F], length[A], stalls[A], dead[A]. Returns 0, or -1 if memory ran out. */
 int colony_construct(const Problem *p, int32_t ants, const uint32_t *seed, const uint32_t *coin,
                      const uint8_t *may_stall, int32_t *order, int32_t *peak, int32_t *length,
                      int32_t *stalls, uint8_t *dead) {
     const size_t N1 = (size_t)p->N + 1, K1 = (size_t)p->K + 1, R1 = (size_t)p->R + 1;
+    const size_t F = (size_t)p->F;
     Scratch s;
     void *blocks[24];
     int nb = 0, fail = 0;
-#define ALLOC(field, count, type)                                 \
-    do {                                                          \
+#define ALLOC(field, count, type)                                  \
+    do {                                                           \
         s.field = (type *)calloc((count) + 1, sizeof(type));       \
         blocks[nb++] = s.field;                                    \
-        if (!s.field) fail = 1;                                   \
+        if (!s.field) fail = 1;                                    \
     } while (0)
     ALLOC(ready, K1, int32_t);
     ALLOC(ready_e, K1, int32_t);
-    ALLOC(ready_defw, K1, int32_t);
-    ALLOC(ready_kill, K1, int32_t);
+    ALLOC(ready_def, K1 * F, int32_t);
+    ALLOC(ready_kill, K1 * F, int32_t);
     ALLOC(slot_of, N1, int32_t);
     ALLOC(preds_left, N1, int32_t);
     ALLOC(earliest, N1, int32_t);
-    ALLOC(kill, N1, int32_t);
+    ALLOC(kill, N1 * F, int32_t);
     ALLOC(remaining, R1, int32_t);
     ALLOC(users_xor, R1, int32_t);
-    ALLOC(live_w, (size_t)p->F, int32_t);
-    ALLOC(peak, (size_t)p->F, int32_t);
+    ALLOC(live_w, F, int32_t);
+    ALLOC(peak, F, int32_t);
     ALLOC(ready_key, K1, float);
     ALLOC(score, K1, float);
     ALLOC(live, R1, uint8_t);

@@ -37,16 +37,15 @@ class _Problem(ctypes.Structure):
     """Mirror of ``Problem`` in colony_baseline.c (same field order)."""
 
     _fields_ = [
-        *[(f, ctypes.c_int32) for f in ("N", "K", "R", "F", "D", "U", "V", "T", "n")],
+        *[(f, ctypes.c_int32) for f in ("N", "K", "R", "F", "D", "U", "V", "n")],
         ("issue_width", ctypes.c_int32),
         ("succ", _i32p),
         ("succ_lat", _i32p),
         ("num_preds", _i32p),
         ("uses", _i32p),
         ("defs", _i32p),
-        ("def_width", _i32p),
+        ("def_wf", _i32p),
         ("reg_wf", _i32p),
-        ("reg_width", _i32p),
         ("reg_num_uses", _i32p),
         ("reg_users_xor", _i32p),
         ("reg_live_in", _u8p),
@@ -59,13 +58,12 @@ class _Problem(ctypes.Structure):
         ("tau", _f32p),
         ("q0", ctypes.c_float),
         ("stall_budget", ctypes.c_float),
-        ("rp_target", ctypes.c_int32),
-        ("target_occupancy", ctypes.c_int32),
-        ("lut", _i32p),
+        ("rp_limit", _i32p),
         ("weight_cp", ctypes.c_float),
         ("weight_successors", ctypes.c_float),
         ("weight_last_use", ctypes.c_float),
         ("rp_damping", ctypes.c_float),
+        ("overflow_damping", ctypes.c_float),
         ("score_floor", ctypes.c_float),
         ("timed", ctypes.c_int32),
         ("stop_dead", ctypes.c_int32),
@@ -112,15 +110,16 @@ class CBaseline:
         params: ColonyParams,
         seeds: AntSeeds,
         *,
-        timed: bool,
         issue_width: int,
         stop_dead: bool = False,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """All ants (one per seed) build one schedule each, sequentially.
+        """All ants (one per seed) build one schedule each, sequentially; the pass is
+        ``inp.timed`` (ILP pass when True).
 
         ``stop_dead``: a dead ant stops at once (what a sequential code would do); False runs
         it to the end like the JAX ants, so orders can be compared one to one.
         """
+        timed = bool(inp.timed)
         i32 = lambda x: np.ascontiguousarray(np.asarray(x), np.int32)  # noqa: E731
         u8 = lambda x: np.ascontiguousarray(np.asarray(x), np.uint8)  # noqa: E731
         f32 = lambda x: np.ascontiguousarray(np.asarray(x), np.float32)  # noqa: E731
@@ -130,9 +129,8 @@ class CBaseline:
             num_preds=i32(prep.num_preds),
             uses=i32(prep.uses),
             defs=i32(prep.defs),
-            def_width=i32(prep.def_width),
+            def_wf=i32(prep.def_wf),
             reg_wf=i32(prep.reg_wf),
-            reg_width=i32(prep.reg_width),
             reg_num_uses=i32(prep.reg_num_uses),
             reg_users_xor=i32(prep.reg_users_xor),
             reg_live_in=u8(prep.reg_live_in),
@@ -142,30 +140,28 @@ class CBaseline:
             init_ready=i32(prep.init_ready),
             init_kill=i32(prep.init_kill),
             tau=f32(inp.tau),
-            lut=i32(inp.lut),
+            rp_limit=i32(inp.rp_limit),
         )
         N = keep["succ"].shape[0] - 1
         F = keep["live_through"].shape[0]
         prob = _Problem(
             N=N,
             K=keep["init_ready"].shape[0] - 1,
-            R=keep["reg_width"].shape[0] - 1,
+            R=keep["reg_wf"].shape[0] - 1,
             F=F,
             D=keep["succ"].shape[1],
             U=keep["uses"].shape[1],
             V=keep["defs"].shape[1],
-            T=keep["lut"].shape[1],
             n=int(prep.n),
             issue_width=issue_width,
             init_count=int(prep.init_count),
             q0=float(inp.q0),
             stall_budget=float(inp.stall_budget),
-            rp_target=int(inp.rp_target),
-            target_occupancy=int(inp.target_occupancy),
             weight_cp=float(params.weight_cp),
             weight_successors=float(params.weight_successors),
             weight_last_use=float(params.weight_last_use),
             rp_damping=float(params.rp_damping),
+            overflow_damping=float(params.overflow_damping),
             score_floor=float(params.score_floor),
             timed=int(timed),
             stop_dead=int(stop_dead),

@@ -1,0 +1,662 @@
+"""Benchmark: the colony's ant construction against a compiled sequential C baseline of the same
+rules, the batched corpus mode, and the colony's schedule quality.
+
+    .venv/bin/python benchmarks/colony.py [--quick] [--sizes 32,128] [--ants 256,1024]
+
+(a) Construction throughput: ant-steps/s and schedules/s of `construct_ants` (one construction
+    by A ants, RP and ILP pass) per region size and ant count; compile time (AOT lower + compile)
+    apart from run time; compiled memory (`memory_analysis`) and process peak RSS; and in the same
+    run the sequential C construction (`colony_baseline.c`, built now with ``cc -O2
+    -march=native``) on the identical instance (same `Prepared` arrays, pheromone table and
+    per-ant seeds). The ratio jaxsched / sequential is printed per cell. Every cell also checks
+    that the two implementations agree (share of ants with identical orders) and verifies a few
+    orders of both with `jaxsched.verify` (peaks, lengths and deaths must match the recomputation).
+(b) Corpus: `jaxsched.schedule` on generated regions of mixed sizes, batched vs one region per
+    call (regions/s, compilations).
+(c) Quality over the corpus: length reduction vs the heuristic start, share meeting the bounds;
+    every returned schedule verified.
+(d) Where the time goes: a JAX profile of one construction, durations summed by HLO op.
+
+Timings are medians of ``--repeats`` runs. Writes ``benchmarks/reports/colony.{md,json}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import gzip
+import json
+import math
+import platform
+import re
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from functools import partial
+from pathlib import Path
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from colony_baseline import CBaseline, build  # noqa: E402
+
+from jaxsched.colony import construct  # noqa: E402
+from jaxsched.colony.params import ColonyParams, default_params  # noqa: E402
+from jaxsched.machines.model import Machine, gfx906  # noqa: E402
+from jaxsched.problem.generate import generate_region, generate_regions  # noqa: E402
+from jaxsched.problem.padded import PaddedShape, pad_region, padded_shape  # noqa: E402
+from jaxsched.problem.region import Region  # noqa: E402
+from jaxsched.verify import verify, verify_order  # noqa: E402
+
+WAVEFRONT = 64
+
+
+class BenchmarkError(RuntimeError):
+    """The two implementations disagree with the verifier."""
+
+
+# ---------------------------------------------------------------------------------- instances
+class Instance(NamedTuple):
+    """One region in device form with the step inputs both implementations get."""
+
+    region: Region
+    shape: PaddedShape
+    prep: construct.Prepared
+    inp: construct.StepInputs  # RP pass; tau: seeded uniform in [tau_min, tau_max]
+    rp_target: int  # RP cost an ant may reach (inp.rp_limit is its per-file form)
+
+    def for_pass(self, timed: bool) -> construct.StepInputs:
+        return self.inp._replace(timed=jnp.bool_(timed))
+
+
+def make_instance(n: int, seed: int, machine: Machine, params: ColonyParams) -> Instance:
+    """A generated region of ``n`` instructions. RP target = the input order's RP cost (what the
+    first RP-pass iteration uses when the input order is the start); stall budget
+    ``G = max(1, floor(1.2 * (CP + 1)) - n)``; q0 = max(0, 1 - 5 / n)."""
+    region = generate_region(seed, n)
+    shape = padded_shape(region, machine)
+    dev = jax.tree.map(jnp.asarray, pad_region(region, machine, shape))
+    prep = jax.jit(construct.prepare, static_argnums=1)(dev, shape.ready, params)
+    N = shape.n
+    tau = jax.random.uniform(
+        jax.random.key(seed), (N + 1, N + 1), minval=params.tau_min, maxval=params.tau_max
+    )
+    start = verify_order(region, machine, np.arange(n))
+    cp = int(region.critical_path().max(initial=0))
+    limit = construct.rp_limits(
+        jnp.asarray(machine.occupancy_lut),
+        jnp.int32(machine.target_occupancy),
+        jnp.int32(start.rp_cost),
+    )
+    inp = construct.StepInputs(
+        tau=tau,
+        q0=jnp.float32(max(0.0, 1.0 - float(params.explore_scale) / n)),
+        rp_limit=limit,
+        stall_budget=jnp.float32(max(1, math.floor(1.2 * (cp + 1)) - n)),
+        timed=jnp.bool_(False),
+    )
+    return Instance(region, shape, prep, inp, start.rp_cost)
+
+
+def issue_cycles(region: Region, order: np.ndarray, issue_width: int) -> np.ndarray:
+    """Replay an ILP-pass order: each instruction issues at max(current cycle, earliest), at most
+    ``issue_width`` per cycle (the ants' rule; independent of both implementations)."""
+    preds = region.predecessors()
+    cycles = np.zeros(len(region), np.int64)
+    cur = issued = 0
+    for j in order:
+        c = max([cur, *(cycles[p] + lat for p, lat in preds[j])])
+        if c > cur:
+            cur, issued = c, 0
+        cycles[j] = c
+        issued += 1
+        if issued >= issue_width:
+            cur, issued = cur + 1, 0
+    return cycles
+
+
+def check_ants(
+    inst: Instance,
+    machine: Machine,
+    res: tuple[np.ndarray, ...],
+    ants: list[int],
+    *,
+    timed: bool,
+    who: str,
+) -> None:
+    """Verify some ants' orders; their peaks, lengths and deaths must match the verifier."""
+    order, peak, length, _, dead = res
+    n = len(inst.region)
+    target = inst.rp_target
+    limit = np.asarray(inst.inp.rp_limit)
+    for a in ants:
+        o = order[a, :n]
+        if timed:
+            rep = verify(
+                inst.region, machine, issue_cycles(inst.region, o, machine.issue_width), order=o
+            )
+        else:
+            rep = verify_order(inst.region, machine, o)
+        want = [rep.peak_rp[f] for f in machine.file_names]
+        over = bool((np.asarray(want) > limit).any())
+        want_len = rep.length if timed else -(-n // machine.issue_width)
+        if (
+            list(peak[a]) != want
+            or int(length[a]) != want_len
+            or bool(dead[a]) != over
+            or over != (rep.rp_cost > target)
+        ):
+            raise BenchmarkError(
+                f"{who} ant {a} on {inst.region.name} ({'ILP' if timed else 'RP'} pass): "
+                f"peak {list(peak[a])} length {int(length[a])} dead {bool(dead[a])}, verifier: "
+                f"peak {want} length {want_len} rp_cost {rep.rp_cost} (target {target}, "
+                f"per-file limit {limit.tolist()})"
+            )
+
+
+# ---------------------------------------------------------------------------------- throughput
+def _median_time(fn, repeats: int, *args, **kwargs) -> tuple[float, object]:
+    """Median wall seconds of ``fn(*args, **kwargs)`` over ``repeats`` runs, and its output."""
+    times, out = [], None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = fn(*args, **kwargs)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), out
+
+
+def _construct(prep, inp, params, key, steps, uniform, *, wavefronts: int, issue_width: int):
+    """One construction by all ants; the pass and the exploration rule are traced (both passes
+    share one compilation, as in the driver)."""
+    return construct.construct_ants(
+        prep,
+        inp,
+        params,
+        key,
+        steps,
+        wavefronts=wavefronts,
+        wavefront_size=WAVEFRONT,
+        uniform_exploration=uniform,
+        issue_width=issue_width,
+    )
+
+
+def _run_jax(compiled, args):
+    return jax.block_until_ready(compiled(*args))
+
+
+def compile_construct(inst: Instance, params: ColonyParams, machine: Machine, ants: int):
+    """AOT-compile the construction for an instance and ant count -> (executable, args per
+    pass, compile seconds)."""
+    waves = max(1, ants // WAVEFRONT)
+    fn = jax.jit(partial(_construct, wavefronts=waves, issue_width=machine.issue_width))
+    key = jax.random.key(0)
+    steps = jnp.int32(len(inst.region))
+
+    def args(timed: bool):
+        return (inst.prep, inst.for_pass(timed), params, key, steps, jnp.bool_(not timed))
+
+    t0 = time.perf_counter()
+    compiled = fn.lower(*args(False)).compile()
+    return compiled, args, time.perf_counter() - t0
+
+
+def throughput_cells(
+    inst: Instance,
+    machine: Machine,
+    params: ColonyParams,
+    cbase: CBaseline,
+    *,
+    ants: int,
+    passes: list[bool],
+    repeats: int,
+) -> tuple[list[dict], object, object]:
+    """JAX vs C on one instance and ant count, one row per pass. Also returns the executable
+    and its argument maker (for the profile)."""
+    n = len(inst.region)
+    waves = max(1, ants // WAVEFRONT)
+    A = waves * WAVEFRONT
+    compiled, make_args, compile_s = compile_construct(inst, params, machine, ants)
+    mem = compiled.memory_analysis()
+    rows = []
+    for timed in passes:
+        args = make_args(timed)
+        jax.block_until_ready(compiled(*args))  # first run: allocations, not timed
+        jax_s, jres = _median_time(_run_jax, repeats, compiled, args)
+        jres = tuple(np.asarray(x) for x in jres)
+
+        seeds = construct.make_seeds(
+            args[3],
+            params,
+            wavefronts=waves,
+            wavefront_size=WAVEFRONT,
+            uniform_exploration=not timed,
+        )
+        seeds = construct.AntSeeds(*(np.asarray(x) for x in seeds))
+        call = partial(
+            cbase.construct, inst.prep, args[1], params, seeds, issue_width=machine.issue_width
+        )
+        c_s, cres = _median_time(call, repeats, stop_dead=False)
+        c_stop_s, _ = _median_time(call, repeats, stop_dead=True)
+
+        same = (cres[0] == jres[0]).all(axis=1)
+        if not all((cres[k][same] == jres[k][same]).all() for k in range(1, 5)):
+            raise BenchmarkError(f"identical orders, different peaks/lengths/deaths (n={n})")
+        picks = sorted({0, A // 2, A - 1})
+        check_ants(inst, machine, jres, picks, timed=timed, who="jaxsched")
+        check_ants(inst, machine, cres, picks, timed=timed, who="C baseline")
+        rows.append(
+            {
+                "n": n,
+                "bucket": inst.shape.n,
+                "ready_slots": inst.shape.ready,
+                "ants": A,
+                "pass": "ilp" if timed else "rp",
+                "compile_s": compile_s,  # one compilation serves both passes
+                "jax_s": jax_s,
+                "c_s": c_s,
+                "c_stop_dead_s": c_stop_s,
+                "jax_ant_steps_per_s": A * n / jax_s,
+                "c_ant_steps_per_s": A * n / c_s,
+                "jax_schedules_per_s": A / jax_s,
+                "c_schedules_per_s": A / c_s,
+                "c_stop_dead_schedules_per_s": A / c_stop_s,
+                "ratio_jax_over_c": c_s / jax_s,
+                "dead_share": float(jres[4].mean()),
+                "orders_identical": float(same.mean()),
+                "verified_ants": 2 * len(picks),
+                "compiled_bytes": {
+                    "argument": mem.argument_size_in_bytes,
+                    "output": mem.output_size_in_bytes,
+                    "temp": mem.temp_size_in_bytes,
+                },
+                "max_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            }
+        )
+    return rows
+
+
+# ---------------------------------------------------------------------------------- profile
+_CONTAINERS = ("cond", "while", "call", "conditional")
+
+
+def profile_construction(
+    compiled, args: tuple, *, n: int, ants: int, timed: bool, top: int = 12
+) -> dict:
+    """Profile one run of a compiled construction; durations (µs) summed by HLO op (leaf ops:
+    control-flow containers left out, their bodies are traced op by op) and by op family."""
+    jax.block_until_ready(compiled(*args))
+    opts = jax.profiler.ProfileOptions()
+    opts.host_tracer_level = 3  # per-HLO-op events on CPU
+    opts.python_tracer_level = 0
+    with tempfile.TemporaryDirectory() as d:
+        t0 = time.perf_counter()
+        with jax.profiler.trace(d, profiler_options=opts):
+            jax.block_until_ready(compiled(*args))
+        wall = time.perf_counter() - t0
+        files = sorted(Path(d).rglob("*.trace.json.gz"))
+        if not files:
+            return {"error": "no trace file written"}
+        with gzip.open(files[-1]) as fh:
+            trace = json.load(fh)
+    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    by_op: collections.Counter = collections.Counter()
+    calls: collections.Counter = collections.Counter()
+    for e in events:
+        op = (e.get("args") or {}).get("hlo_op")
+        if e.get("ph") == "X" and op:
+            by_op[op] += e.get("dur", 0.0)
+            calls[op] += 1
+    leaf = {k: v for k, v in by_op.items() if not k.startswith(_CONTAINERS)}
+    total = sum(leaf.values()) or 1.0
+    family: collections.Counter = collections.Counter()
+    for k, v in leaf.items():
+        family[_family(k)] += v
+    return {
+        "n": n,
+        "ants": ants,
+        "pass": "ilp" if timed else "rp",
+        "wall_s_with_profiler": wall,
+        "leaf_op_us": total,
+        "container_op_us": {k: v for k, v in by_op.items() if k.startswith(_CONTAINERS)},
+        "top_ops": [
+            {"op": k, "us": v, "share": v / total, "calls": calls[k]}
+            for k, v in sorted(leaf.items(), key=lambda kv: -kv[1])[:top]
+        ],
+        "families": [{"family": k, "us": v, "share": v / total} for k, v in family.most_common()],
+    }
+
+
+def _family(op: str) -> str:
+    """Op family of an HLO op name: scatter, gather, copy, reduce, elementwise fusion..."""
+    name = re.sub(r"\.\d+$", "", op)
+    for fam in (
+        "scatter",
+        "gather",
+        "reduce-window",
+        "reduce",
+        "sort",
+        "copy",
+        "concatenate",
+        "dynamic-update-slice",
+        "dynamic-slice",
+    ):
+        if fam in name:
+            return fam
+    return "elementwise fusion" if "fusion" in name else name
+
+
+# ---------------------------------------------------------------------------------- corpus
+def corpus(
+    count: int, single_count: int, max_size: int, ants: int, seed: int, machine: Machine
+) -> tuple[dict, list]:
+    """Batched `schedule` vs one region per call; every result verified."""
+    from jaxsched.colony import solve
+
+    regions = generate_regions(seed, count, 2, max_size)
+    kw = dict(ants=ants, wavefront_size=min(WAVEFRONT, ants))
+
+    def run(batch: list[Region]) -> tuple[list, float, int, float]:
+        c0, s0 = solve.COMPILED.compilations, solve.COMPILED.compile_seconds
+        t0 = time.perf_counter()
+        res = solve.schedule(batch, machine, seed=seed, **kw)
+        return (
+            res,
+            time.perf_counter() - t0,
+            solve.COMPILED.compilations - c0,
+            solve.COMPILED.compile_seconds - s0,
+        )
+
+    batched, b_s, b_comp, b_comp_s = run(regions)
+    single, s_s, s_comp, s_comp_s = [], 0.0, 0, 0.0
+    for r in regions[:single_count]:
+        res, sec, comp, comp_s = run([r])
+        single += res
+        s_s, s_comp, s_comp_s = s_s + sec, s_comp + comp, s_comp_s + comp_s
+    for region, res in zip(regions, batched, strict=True):
+        _verify_result(region, machine, res)
+    for region, res in zip(regions, single, strict=False):
+        _verify_result(region, machine, res)
+    sizes = [len(r) for r in regions]
+    out = {
+        "regions": count,
+        "sizes": {"min": min(sizes), "median": statistics.median(sizes), "max": max(sizes)},
+        "ants": ants,
+        "batched": {
+            "seconds": b_s,
+            "compile_s": b_comp_s,
+            "compilations": b_comp,
+            "regions_per_s": count / b_s,
+            "regions_per_s_without_compile": count / max(b_s - b_comp_s, 1e-9),
+        },
+        "one_at_a_time": {
+            "regions": single_count,
+            "seconds": s_s,
+            "compile_s": s_comp_s,
+            "compilations": s_comp,
+            "regions_per_s": single_count / max(s_s, 1e-9),
+            "regions_per_s_without_compile": single_count / max(s_s - s_comp_s, 1e-9),
+        },
+        "quality_batched": quality(batched),
+        "quality_batched_subset": quality(batched[:single_count]),
+        "quality_one_at_a_time": quality(single),
+    }
+    return out, sizes
+
+
+def _verify_result(region: Region, machine: Machine, res) -> None:
+    rep = verify(region, machine, res.cycles, order=res.order)
+    if rep.length != res.length or rep.peak_rp != res.peak_rp or rep.rp_cost != res.rp_cost:
+        raise BenchmarkError(
+            f"{region.name}: result length {res.length} peaks {res.peak_rp} rp_cost "
+            f"{res.rp_cost}, verifier {rep.length} {rep.peak_rp} {rep.rp_cost}"
+        )
+
+
+def quality(results: list) -> dict:
+    """Length reduction vs the heuristic start and bound hits."""
+    if not results:
+        return {}
+    red = [(r.heuristic_length - r.length) / r.heuristic_length for r in results]
+    return {
+        "regions": len(results),
+        "mean_length_reduction": statistics.mean(red),
+        "max_length_reduction": max(red),
+        "improved_share": sum(x > 0 for x in red) / len(red),
+        "worse_share": sum(x < 0 for x in red) / len(red),
+        "occupancy_gain_mean": statistics.mean(
+            r.occupancy - r.heuristic_occupancy for r in results
+        ),
+        "optimal_length_share": sum(r.optimal_length for r in results) / len(results),
+        "optimal_rp_share": sum(r.optimal_rp for r in results) / len(results),
+        "ilp_pass_ran_share": sum(r.iterations[1] > 0 for r in results) / len(results),
+    }
+
+
+# ---------------------------------------------------------------------------------- report
+def _fmt_rate(x: float) -> str:
+    return f"{x / 1e6:.2f} M" if x >= 1e5 else f"{x / 1e3:.1f} k"
+
+
+def write_report(path: Path, data: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.with_suffix(".json").write_text(json.dumps(data, indent=1))
+    m = data["meta"]
+    lines = [
+        "# Colony construction: jaxsched vs a sequential C baseline",
+        "",
+        f"Machine model {m['machine']}; JAX {m['jax']} on {m['backend']} ({m['cpu']}, "
+        f"{m['cores']} cores, shared with other jobs: medians of {m['repeats']} runs); C: "
+        f"`{m['cflags']}` (built in {m['c_build_s']:.2f} s), one core, one ant after another. "
+        "Both solve the identical instance (same `Prepared` arrays, pheromone table, per-ant "
+        "seeds); an ant-step = one instruction scheduled by one ant. Ratio = jaxsched / C "
+        "ant-steps per second (> 1: jaxsched faster). `C stop` = C with dead ants stopping at "
+        "once (schedules/s). Identical = share of ants whose orders are equal in both; "
+        "3 ants of each are verified per row with `jaxsched.verify`.",
+        "",
+        "| n | N | K | ants | pass | compile s | jax s | C s | jax ant-steps/s | "
+        "C ant-steps/s | ratio | jax sched/s | C stop sched/s | dead | identical | temp MiB |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in data["throughput"]:
+        lines.append(
+            f"| {r['n']} | {r['bucket']} | {r['ready_slots']} | {r['ants']} | {r['pass']} | "
+            f"{r['compile_s']:.1f} | {r['jax_s']:.3f} | {r['c_s']:.3f} | "
+            f"{_fmt_rate(r['jax_ant_steps_per_s'])} | {_fmt_rate(r['c_ant_steps_per_s'])} | "
+            f"{r['ratio_jax_over_c']:.2f}x | {r['jax_schedules_per_s']:.0f} | "
+            f"{r['c_stop_dead_schedules_per_s']:.0f} | {r['dead_share']:.0%} | "
+            f"{r['orders_identical']:.1%} | {r['compiled_bytes']['temp'] / 2**20:.1f} |"
+        )
+    lines.append("")
+    lines.append(f"Process peak RSS: {data['throughput'][-1]['max_rss_mib']:.0f} MiB.")
+    ratios = collections.defaultdict(list)
+    for r in data["throughput"]:
+        ratios[r["ants"]].append(r["ratio_jax_over_c"])
+    lines.append(
+        "Geometric-mean ratio by ants: "
+        + ", ".join(
+            f"{a}: {math.exp(statistics.mean(math.log(x) for x in v)):.2f}x"
+            for a, v in sorted(ratios.items())
+        )
+        + "."
+    )
+    prof = data.get("profile") or []
+    if prof:
+        lines += ["", "## Where the time goes", ""]
+        for p in prof:
+            if "error" in p:
+                lines.append(f"Profile: {p['error']}")
+                continue
+            lines.append(
+                f"One construction, n={p['n']}, {p['ants']} ants, {p['pass'].upper()} pass "
+                f"(JAX profile, `host_tracer_level=3`, {p['leaf_op_us'] / 1e3:.1f} ms in leaf "
+                "HLO ops). By family: "
+                + ", ".join(f"{f['family']} {f['share']:.0%}" for f in p["families"][:7])
+                + ". Top ops: "
+                + ", ".join(f"`{o['op']}` {o['share']:.0%}" for o in p["top_ops"][:8])
+                + "."
+            )
+            lines.append("")
+        lines += data.get("notes", [])
+    c = data.get("corpus")
+    if c:
+        b, s = c["batched"], c["one_at_a_time"]
+        lines += [
+            "",
+            "## Corpus: batched `schedule` vs one region per call",
+            "",
+            f"{c['regions']} generated regions, sizes {c['sizes']['min']}..{c['sizes']['max']} "
+            f"(median {c['sizes']['median']}), {c['ants']} ants, both passes; one-at-a-time "
+            f"over the first {s['regions']} of them.",
+            "",
+            "| mode | regions | seconds | compile s | compilations | regions/s | "
+            "regions/s without compile |",
+            "|---|---|---|---|---|---|---|",
+            f"| batched | {c['regions']} | {b['seconds']:.1f} | {b['compile_s']:.1f} | "
+            f"{b['compilations']} | {b['regions_per_s']:.1f} | "
+            f"{b['regions_per_s_without_compile']:.1f} |",
+            f"| one at a time | {s['regions']} | {s['seconds']:.1f} | {s['compile_s']:.1f} | "
+            f"{s['compilations']} | {s['regions_per_s']:.2f} | "
+            f"{s['regions_per_s_without_compile']:.2f} |",
+            "",
+            "## Quality (every schedule verified)",
+            "",
+            "| set | regions | mean length reduction | max | improved | worse | occupancy "
+            "gain | length bound met | RP bound met | ILP pass ran |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for name, key in (
+            ("batched, all", "quality_batched"),
+            ("batched, subset", "quality_batched_subset"),
+            ("one at a time, subset", "quality_one_at_a_time"),
+        ):
+            q = c[key]
+            if q:
+                lines.append(
+                    f"| {name} | {q['regions']} | {q['mean_length_reduction']:.2%} | "
+                    f"{q['max_length_reduction']:.2%} | {q['improved_share']:.0%} | "
+                    f"{q['worse_share']:.0%} | {q['occupancy_gain_mean']:+.2f} | "
+                    f"{q['optimal_length_share']:.0%} | {q['optimal_rp_share']:.0%} | "
+                    f"{q['ilp_pass_ran_share']:.0%} |"
+                )
+    elif data.get("corpus_skipped"):
+        lines += ["", f"Corpus mode skipped: {data['corpus_skipped']}"]
+    path.with_suffix(".md").write_text("\n".join(lines) + "\n")
+
+
+# ---------------------------------------------------------------------------------- main
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="small grid (well under a minute)")
+    ap.add_argument("--sizes", default=None, help="comma-separated region sizes")
+    ap.add_argument("--ants", default=None, help="comma-separated ant counts (x64)")
+    ap.add_argument("--passes", default="rp,ilp")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--corpus", type=int, default=None, help="regions in corpus mode (0: skip)")
+    ap.add_argument("--single", type=int, default=None, help="of those, run one at a time")
+    ap.add_argument("--corpus-max-size", type=int, default=None)
+    ap.add_argument("--corpus-ants", type=int, default=256)
+    ap.add_argument("--no-profile", action="store_true")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default=str(HERE / "reports" / "colony"))
+    a = ap.parse_args(argv)
+    sizes = (
+        [int(s) for s in a.sizes.split(",")]
+        if a.sizes
+        else ([32, 128, 512] if a.quick else [32, 128, 512, 2048])
+    )
+    ant_counts = (
+        [int(s) for s in a.ants.split(",")]
+        if a.ants
+        else ([256, 1024] if a.quick else [256, 1024, 4096])
+    )
+    passes = [p == "ilp" for p in a.passes.split(",")]
+    machine = gfx906()
+    params = default_params()
+
+    t_start = time.perf_counter()
+    cbase, c_build_s = build()
+    prof_at = (sizes[min(2, len(sizes) - 1)], 1024 if 1024 in ant_counts else ant_counts[-1])
+    prof_exe = None
+    rows = []
+    for n in sizes:
+        inst = make_instance(n, a.seed * 7919 + n, machine, params)
+        for ants in ant_counts:
+            for row in throughput_cells(
+                inst, machine, params, cbase, ants=ants, passes=passes, repeats=a.repeats
+            ):
+                rows.append(row)
+                print(
+                    f"n={n:5d} ants={row['ants']:5d} {row['pass']:3s} compile "
+                    f"{row['compile_s']:5.1f}s  jax {_fmt_rate(row['jax_ant_steps_per_s'])}"
+                    f" C {_fmt_rate(row['c_ant_steps_per_s'])} ant-steps/s  ratio "
+                    f"{row['ratio_jax_over_c']:.2f}x  identical {row['orders_identical']:.1%}",
+                    flush=True,
+                )
+
+    profile = []
+    if not a.no_profile and prof_exe is not None:
+        compiled, make_args = prof_exe
+        for timed in passes:
+            p = profile_construction(
+                compiled,
+                make_args(timed),
+                n=prof_at[0],
+                ants=max(1, prof_at[1] // WAVEFRONT) * WAVEFRONT,
+                timed=timed,
+            )
+            profile.append(p)
+            top = p.get("top_ops", [])[:5]
+            print(
+                "profile",
+                "ilp" if timed else "rp",
+                ", ".join(f"{o['op']} {o['share']:.0%}" for o in top),
+                flush=True,
+            )
+
+    data = {
+        "meta": {
+            "machine": machine.name,
+            "jax": jax.__version__,
+            "backend": jax.default_backend(),
+            "cpu": platform.processor() or platform.machine(),
+            "cores": __import__("os").cpu_count(),
+            "repeats": a.repeats,
+            "cflags": "cc " + " ".join(("-O2", "-march=native", "-shared", "-fPIC")),
+            "c_build_s": c_build_s,
+            "quick": a.quick,
+            "seed": a.seed,
+        },
+        "throughput": rows,
+        "profile": profile,
+    }
+
+    count = a.corpus if a.corpus is not None else (100 if a.quick else 1000)
+    single = a.single if a.single is not None else (5 if a.quick else 20)
+    max_size = a.corpus_max_size or (24 if a.quick else 256)
+    if count > 0:
+        try:
+            from jaxsched.colony import solve  # noqa: F401
+        except ImportError as e:
+            data["corpus_skipped"] = f"jaxsched.colony.solve not available ({e})"
+            print(data["corpus_skipped"])
+        else:
+            c, _ = corpus(count, min(single, count), max_size, a.corpus_ants, a.seed, machine)
+            data["corpus"] = c
+            print("corpus", json.dumps({k: c[k] for k in ("batched", "one_at_a_time")}), flush=True)
+            print("quality", json.dumps(c["quality_batched"]), flush=True)
+    data["meta"]["total_s"] = time.perf_counter() - t_start
+    write_report(Path(a.out), data)
+    print(f"wrote {a.out}.md/.json in {data['meta']['total_s']:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
