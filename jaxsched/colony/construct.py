@@ -293,7 +293,8 @@ def _decide(
     e = st.ready_e[:w]
     ready_now = valid & (e <= st.cycle)
     min_e = jnp.where(valid, e, BIG).min(axis=0)
-    cycle = jnp.where(ready_now.any(axis=0), st.cycle, jnp.maximum(st.cycle, min_e))
+    stall = valid.any(axis=0) & ~ready_now.any(axis=0)  # nothing ready (and not done)
+    cycle = jnp.where(stall, jnp.maximum(st.cycle, min_e), st.cycle)
     issued = jnp.where(cycle != st.cycle, 0, st.issued)
     ready = valid & (e <= cycle)
     semi = valid & ~ready
@@ -325,14 +326,19 @@ def _decide(
     score = jnp.where(semi, score * damp_wait * damp_taken, score)
     score = jnp.where(eligible, jnp.maximum(score, params.score_floor), 0.0)
 
-    # Decide: exploit (argmax) with probability q0, else a roulette over the scores.
+    # Decide: exploit (argmax) with probability q0, else a roulette over the scores. The
+    # roulette runs on integer weights (16 bits relative to the best score, at least 1), so
+    # prefix sums are exact and a pick never depends on how many slots were looked at.
     exploit = uniform(seeds.coin, t) < inp.q0
-    csum = lax.associative_scan(jnp.add, score, axis=0)
-    r = uniform(seeds.seed, t) * csum[-1]
+    best = score.max(axis=0)
+    weight = jnp.where(
+        eligible, 1 + (score / jnp.maximum(best, 1e-30)[None, :] * 65535.0).astype(jnp.int32), 0
+    )
+    csum = lax.associative_scan(jnp.add, weight, axis=0)
+    r = (uniform(seeds.seed, t) * csum[-1].astype(jnp.float32)).astype(jnp.int32)
     last_eligible = jnp.where(eligible, slots, 0).max(axis=0)
     pick_roulette = jnp.minimum((csum <= r[None, :]).sum(axis=0), last_eligible)
     # argmax as max + first match: XLA:CPU vectorises plain reductions, not (value, index) ones.
-    best = score.max(axis=0)
     pick_best = jnp.where((score == best[None, :]) & eligible, slots, K).min(axis=0)
     active = st.count > 0
     pick = jnp.where(active, jnp.where(exploit, pick_best, pick_roulette), K)
@@ -392,7 +398,7 @@ def _step_at_width(
     j = st.ready[pick, a0]  # [A], N when inactive
 
     # Issue cycle (in the RP pass every earliest cycle is 0, so c_j = cycle).
-    e_j = st.ready_e[pick, a0]
+    e_j = jnp.where(active, st.ready_e[pick, a0], 0)
     c_j = jnp.maximum(cycle, e_j)
     was_semi = active & (e_j > cycle)
     issued = jnp.where(c_j != cycle, 0, issued) + active.astype(jnp.int32)

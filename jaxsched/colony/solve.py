@@ -352,6 +352,17 @@ def _run_exact(regions: Sequence[Region], machine: Machine, options: Options) ->
     }
 
 
+def canonical_shape(shape: PaddedShape) -> PaddedShape:
+    """The shape every region of ``shape.n``'s bucket normally fits in, so that one bucket
+    compiles once however its regions vary: registers >= N, 8 successors and predecessors, 4
+    uses, 2 defs, ready slots = N (decisions only look at the occupied slots, see
+    `construct.slot_widths`). Larger regions of the bucket still grow it."""
+    n = shape.n
+    return shape.join(
+        PaddedShape(n=n, regs=n, succ=8, pred=8, uses=4, defs=2, ready=n, files=shape.files)
+    )
+
+
 def plan_batches(
     regions: Sequence[Region], machine: Machine, config: ColonyConfig, options: Options
 ) -> list[tuple[list[int], PaddedShape, ColonyConfig]]:
@@ -363,7 +374,7 @@ def plan_batches(
     plan = []
     for bucket in sorted(groups):
         idxs = groups[bucket]
-        shape = shapes[idxs[0]]
+        shape = canonical_shape(shapes[idxs[0]])
         for i in idxs[1:]:
             shape = shape.join(shapes[i])
         cfg = fit_ants(shape, config, options.memory_budget)
