@@ -253,6 +253,12 @@ COMPILED = CompileCache()
 
 
 # ------------------------------------------------------------------------------ public API
+def default_config() -> ColonyConfig:
+    """`ColonyConfig` defaults for the default JAX backend: 4 wavefronts of 64 ants (256) on
+    a CPU, 64 wavefronts (4,096 ants) on a GPU or TPU."""
+    return ColonyConfig(wavefronts=4 if jax.default_backend() == "cpu" else 64)
+
+
 def split_overrides(
     overrides: dict,
     config: ColonyConfig | None,
@@ -260,7 +266,7 @@ def split_overrides(
     options: Options | None,
 ) -> tuple[ColonyConfig, ColonyParams, Options]:
     """Route keyword overrides to the config, the parameters or the options by field name."""
-    config = config or ColonyConfig()
+    config = config or default_config()
     params = params if params is not None else default_params()
     options = options or Options()
     cfg_fields = {f.name for f in dataclasses.fields(ColonyConfig)}
