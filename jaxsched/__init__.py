@@ -5,7 +5,7 @@ The curated public API. Submodules: `jaxsched.problem` (regions, file format, pa
 `jaxsched.exact`, `jaxsched.io` (MIR, PTX front ends).
 """
 
-from jaxsched import machines
+from jaxsched import exact, io, machines, makespan
 from jaxsched.colony.params import ColonyConfig, ColonyParams, default_params
 from jaxsched.colony.solve import Options, Result, schedule, solve_batch
 from jaxsched.heuristics import heuristic_schedule, length_lower_bound, rp_lower_bound
@@ -50,7 +50,10 @@ __all__ = [
     "length_lower_bound",
     "load_region",
     "load_regions",
+    "exact",
+    "io",
     "machines",
+    "makespan",
     "rp_lower_bound",
     "save_regions",
     "schedule",
