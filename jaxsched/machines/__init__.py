@@ -4,6 +4,7 @@ from jaxsched.machines.model import (
     PRESETS,
     Machine,
     RegisterFile,
+    aprp_jax,
     generic,
     get_machine,
     gfx906,
@@ -11,5 +12,14 @@ from jaxsched.machines.model import (
     rp_cost_jax,
 )
 
-__all__ = ["PRESETS", "Machine", "RegisterFile", "generic", "get_machine", "gfx906",
-           "occupancy_jax", "rp_cost_jax"]
+__all__ = [
+    "PRESETS",
+    "Machine",
+    "RegisterFile",
+    "aprp_jax",
+    "generic",
+    "get_machine",
+    "gfx906",
+    "occupancy_jax",
+    "rp_cost_jax",
+]

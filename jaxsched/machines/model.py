@@ -8,6 +8,7 @@ expanded once to dense lookup arrays (`Machine.occupancy_lut`).
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 import jax.numpy as jnp
@@ -34,9 +35,9 @@ class RegisterFile:
         occs = [s[1] for s in self.steps]
         if not self.steps:
             raise ValueError(f"register file {self.name!r}: empty occupancy table")
-        if any(b <= a for a, b in zip(limits, limits[1:], strict=False)):
+        if any(b <= a for a, b in itertools.pairwise(limits)):
             raise ValueError(f"register file {self.name!r}: max_rp steps must increase")
-        if any(b > a for a, b in zip(occs, occs[1:], strict=False)):
+        if any(b > a for a, b in itertools.pairwise(occs)):
             raise ValueError(f"register file {self.name!r}: occupancy must not increase with RP")
 
     @property
@@ -77,6 +78,7 @@ class Machine:
     files: tuple[RegisterFile, ...]
     target_occupancy: int
     _lut: np.ndarray = field(init=False, repr=False, compare=False)
+    _aprp: np.ndarray = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.issue_width < 1:
@@ -91,6 +93,10 @@ class Machine:
         for i, f in enumerate(self.files):
             lut[i] = [f.occupancy(rp) for rp in range(size)]
         object.__setattr__(self, "_lut", lut)
+        aprp = np.empty_like(lut)
+        for i, f in enumerate(self.files):
+            aprp[i] = [f.aprp(rp) for rp in range(size)]
+        object.__setattr__(self, "_aprp", aprp)
 
     @property
     def file_names(self) -> tuple[str, ...]:
@@ -105,13 +111,20 @@ class Machine:
         for i, f in enumerate(self.files):
             if f.name == name:
                 return i
-        raise KeyError(f"unknown register file {name!r} for machine {self.name!r} "
-                       f"(known: {', '.join(self.file_names)})")
+        raise KeyError(
+            f"unknown register file {name!r} for machine {self.name!r} "
+            f"(known: {', '.join(self.file_names)})"
+        )
 
     @property
     def occupancy_lut(self) -> np.ndarray:
         """int32[F, T] occupancy by (file, peak RP), RP clipped to ``T - 1`` (overflow)."""
         return self._lut
+
+    @property
+    def aprp_lut(self) -> np.ndarray:
+        """int32[F, T] adjusted peak RP by (file, peak RP), RP clipped to ``T - 1``."""
+        return self._aprp
 
     def occupancy(self, peaks: tuple[int, ...] | list[int] | np.ndarray) -> int:
         """Occupancy of per-file peak RPs (plain Python, min over files)."""
@@ -139,14 +152,31 @@ def occupancy_jax(peaks: jnp.ndarray, lut: jnp.ndarray) -> jnp.ndarray:
     return jnp.min(per_file, axis=-1)
 
 
+def aprp_jax(peaks: jnp.ndarray, aprp_lut: jnp.ndarray) -> jnp.ndarray:
+    """Adjusted peak RP per file under jit: int[..., F] -> int32[..., F] (`Machine.aprp_lut`)."""
+    t = aprp_lut.shape[-1]
+    idx = jnp.clip(peaks, 0, t - 1)
+    return jnp.stack([aprp_lut[f][idx[..., f]] for f in range(aprp_lut.shape[0])], axis=-1)
+
+
 def rp_cost_jax(peaks: jnp.ndarray, lut: jnp.ndarray, target: jnp.ndarray | int) -> jnp.ndarray:
     """RP cost ``max(0, target - occupancy(peaks))`` under jit; int32[...]."""
     return jnp.maximum(0, target - occupancy_jax(peaks, lut))
 
 
 def _gfx906_vgpr_steps() -> tuple[tuple[int, int], ...]:
-    return ((24, 10), (28, 9), (32, 8), (36, 7), (40, 6), (48, 5), (64, 4), (84, 3), (128, 2),
-            (256, 1))
+    return (
+        (24, 10),
+        (28, 9),
+        (32, 8),
+        (36, 7),
+        (40, 6),
+        (48, 5),
+        (64, 4),
+        (84, 3),
+        (128, 2),
+        (256, 1),
+    )
 
 
 def gfx906() -> Machine:
