@@ -21,8 +21,16 @@ from pathlib import Path
 from jaxsched.problem.region import Region, RegionError
 
 FORMAT = "jaxsched.region/1"
-_FIELDS = {"format", "name", "instructions", "registers", "edges", "live_in", "live_out",
-           "live_through"}
+_FIELDS = {
+    "format",
+    "name",
+    "instructions",
+    "registers",
+    "edges",
+    "live_in",
+    "live_out",
+    "live_through",
+}
 
 
 def region_from_dict(d: object, where: str = "<input>") -> Region:
@@ -47,8 +55,9 @@ def region_from_dict(d: object, where: str = "<input>") -> Region:
         if not isinstance(d[key], typ):
             raise RegionError(f"{here}: field {key!r} must be a JSON {typ.__name__}")
     for key in ("live_in", "live_out"):
-        if key in d and (not isinstance(d[key], list) or
-                         not all(isinstance(x, str) for x in d[key])):
+        if key in d and (
+            not isinstance(d[key], list) or not all(isinstance(x, str) for x in d[key])
+        ):
             raise RegionError(f"{here}: field {key!r} must be a list of register names")
     if "live_through" in d and not isinstance(d["live_through"], dict):
         raise RegionError(f"{here}: field 'live_through' must be an object")
@@ -150,5 +159,6 @@ def _parse(text: str, where: str) -> object:
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
-        raise RegionError(f"{where}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}")\
-            from None
+        raise RegionError(
+            f"{where}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}"
+        ) from None

@@ -194,8 +194,9 @@ def pad_region(region: Region, machine: Machine, shape: PaddedShape | None = Non
     )
 
 
-def stack(regions: Sequence[Region], machine: Machine,
-          shape: PaddedShape | None = None) -> tuple[DeviceRegion, PaddedShape]:
+def stack(
+    regions: Sequence[Region], machine: Machine, shape: PaddedShape | None = None
+) -> tuple[DeviceRegion, PaddedShape]:
     """Pad regions to one common shape and stack them on a leading batch axis (NumPy)."""
     if not regions:
         raise ValueError("stack needs at least one region")

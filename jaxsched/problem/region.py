@@ -112,14 +112,8 @@ class Region:
                         "missing from 'registers'"
                     )
         merged = _merge_edges(edges, n, where)
-        if live_in is None:
-            live_in_t = _implied_live_in(insts)
-        else:
-            live_in_t = tuple(sorted(set(live_in)))
-        if live_out is None:
-            live_out_t = _implied_live_out(insts)
-        else:
-            live_out_t = tuple(sorted(set(live_out)))
+        live_in_t = _implied_live_in(insts) if live_in is None else tuple(sorted(set(live_in)))
+        live_out_t = _implied_live_out(insts) if live_out is None else tuple(sorted(set(live_out)))
         for label, names in (("live_in", live_in_t), ("live_out", live_out_t)):
             for r in names:
                 if r not in regs:
@@ -142,8 +136,10 @@ class Region:
         return len(self.instructions)
 
     def __repr__(self) -> str:
-        return (f"Region({self.name!r}, n={len(self)}, edges={len(self.edges)}, "
-                f"registers={len(self.registers)})")
+        return (
+            f"Region({self.name!r}, n={len(self)}, edges={len(self.edges)}, "
+            f"registers={len(self.registers)})"
+        )
 
     @property
     def register_names(self) -> tuple[str, ...]:
@@ -366,8 +362,10 @@ def _merge_edges(edges: Iterable[Edge | Sequence], n: int, where: str) -> tuple[
             )
         new = Edge(int(src), int(dst), int(lat), str(kind))
         old = best.get((new.src, new.dst))
-        if old is None or new.latency > old.latency or (
-            new.latency == old.latency and new.kind == "data"
+        if (
+            old is None
+            or new.latency > old.latency
+            or (new.latency == old.latency and new.kind == "data")
         ):
             best[(new.src, new.dst)] = new
     return tuple(best[k] for k in sorted(best))
@@ -406,5 +404,5 @@ def _find_cycle(stuck: list[int], pred: list[list[tuple[int, int]]]) -> list[int
         seen[node] = len(path)
         path.append(node)
         node = next(j for j, _ in pred[node] if j in stuck_set)
-    cycle = [*path[seen[node]:], node]
+    cycle = [*path[seen[node] :], node]
     return cycle[::-1]
