@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -109,3 +110,13 @@ def test_missing_file_and_bad_options(tmp_path, capsys):
     assert main(["schedule", str(tmp_path / "nope.json")]) == 2
     assert "no such file" in capsys.readouterr().err
     assert main(["schedule", str(tmp_path / "nope.json"), "--resume"]) == 2
+
+
+def test_exact_flag_proves_small_regions(capsys):
+    example = str(Path(__file__).parent.parent / "examples" / "small.json")
+    assert main(["schedule", example, "--exact", "--budget", "5", "--json", *FAST]) == 0
+    (d,) = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.strip()]
+    region = jaxsched.load_region(example)
+    rep = jaxsched.verify(region, jaxsched.gfx906(), d["cycles"], order=d["order"])
+    assert d["exact"] == "optimal" and d["optimal_length"] and d["optimal_rp"]
+    assert rep.length == d["length"] == d["length_lower_bound"]

@@ -203,6 +203,13 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _proven(r) -> str:
+    """What is proven optimal: RP (occupancy) and/or length; "exact" search status."""
+    flags = [name for name, ok in (("rp", r.optimal_rp), ("len", r.optimal_length)) if ok]
+    text = "+".join(flags) or "-"
+    return f"{text} (exact: {r.exact})" if r.exact else text
+
+
 def _print_table(rows: list, machine, elapsed: float, compiled: float, verified: bool) -> None:
     files = machine.file_names
     head = [
@@ -216,6 +223,7 @@ def _print_table(rows: list, machine, elapsed: float, compiled: float, verified:
         *[f"peak {f}" for f in files],
         "iters",
         "from",
+        "proven",
     ]
     table = [head]
     for region, r in rows:
@@ -231,6 +239,7 @@ def _print_table(rows: list, machine, elapsed: float, compiled: float, verified:
                 *[str(r.peak_rp[f]) for f in files],
                 f"{r.iterations[0]}+{r.iterations[1]}",
                 r.source,
+                _proven(r),
             ]
         )
     widths = [max(len(row[k]) for row in table) for k in range(len(head))]

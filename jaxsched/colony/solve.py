@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -384,6 +385,12 @@ def plan_batches(
         for i in idxs[1:]:
             shape = shape.join(shapes[i])
         cfg = fit_ants(shape, config, options.memory_budget)
+        if cfg.ants < config.ants:
+            warnings.warn(
+                f"regions of up to {shape.n} instructions run with {cfg.ants} ants instead of "
+                f"{config.ants} to fit the memory budget of {options.memory_budget >> 20} MiB",
+                stacklevel=3,
+            )
         per_region = estimate_bytes(shape, cfg.ants)
         size = max(1, min(options.max_batch, options.memory_budget // per_region))
         size = 1 << (size.bit_length() - 1)  # power of two: few distinct batch shapes
