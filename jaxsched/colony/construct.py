@@ -395,10 +395,15 @@ def _step_at_width(
     a0 = ant[0]
     pick, cycle, issued = _decide(w, t, st, prep, inp, params, seeds)
     active = st.count > 0
-    j = st.ready[pick, a0]  # [A], N when inactive
+    # The decision and every read of the old state happen behind optimization barriers; the
+    # rest of the step only scatters into state arrays. XLA then updates them in place instead
+    # of copying whole arrays that are read and written in the same step.
+    pick, cycle, issued, j, e_pick = lax.optimization_barrier(
+        (pick, cycle, issued, st.ready[pick, a0], st.ready_e[pick, a0])
+    )  # j: [A], N when inactive
 
     # Issue cycle (in the RP pass every earliest cycle is 0, so c_j = cycle).
-    e_j = jnp.where(active, st.ready_e[pick, a0], 0)
+    e_j = jnp.where(active, e_pick, 0)
     c_j = jnp.maximum(cycle, e_j)
     was_semi = active & (e_j > cycle)
     issued = jnp.where(c_j != cycle, 0, issued) + active.astype(jnp.int32)
@@ -407,25 +412,56 @@ def _step_at_width(
     next_issued = jnp.where(full, 0, issued)
     stalls = st.stalls + jnp.where(was_semi, c_j - cycle, 0)
 
-    # Remove j from the ready list: the last candidate moves into its slot.
     last_slot = jnp.where(active, st.count - 1, K)
+    s = prep.succ[j].T  # [D, A]
+    u = prep.uses[j].T  # [U, A]
+    d = prep.defs[j].T  # [V, A]
+    old = lax.optimization_barrier(
+        (
+            st.ready[last_slot, a0],
+            st.ready_e[last_slot, a0],
+            st.ready_key[last_slot, a0],
+            st.ready_def[:, last_slot, a0],
+            st.ready_kill[:, last_slot, a0],
+            st.kill[:, s, ant],
+            st.remaining[u, ant],
+            st.remaining[d, ant],
+            st.users_xor[u, ant],
+            st.users_xor[d, ant],
+            st.live[u, ant],
+            st.live[d, ant],
+        )
+    )
+    (
+        moved,
+        moved_e,
+        moved_key,
+        moved_def,
+        moved_kill,
+        kill_s,
+        rem_u0,
+        rem_d0,
+        xor_u0,
+        xor_d0,
+        live_u,
+        live_d0,
+    ) = old
 
-    def swap_remove(arr: jnp.ndarray, fill) -> jnp.ndarray:
+    # Remove j from the ready list: the last candidate moves into its slot.
+    def swap_remove(arr: jnp.ndarray, moved_val: jnp.ndarray, fill) -> jnp.ndarray:
         if arr.ndim == 3:
-            return jax.vmap(swap_remove, in_axes=(0, None))(arr, fill)
-        return arr.at[pick, a0].set(arr[last_slot, a0]).at[last_slot, a0].set(fill)
+            return arr.at[:, pick, a0].set(moved_val).at[:, last_slot, a0].set(fill)
+        return arr.at[pick, a0].set(moved_val).at[last_slot, a0].set(fill)
 
-    moved = st.ready[last_slot, a0]
-    ready_ids = swap_remove(st.ready, N)
-    ready_e = swap_remove(st.ready_e, 0)
-    ready_key = swap_remove(st.ready_key, 0.0)
-    ready_def = swap_remove(st.ready_def, 0)
-    ready_kill = swap_remove(st.ready_kill, 0)
+    ready_ids = swap_remove(st.ready, moved, N)
+    ready_e = swap_remove(st.ready_e, moved_e, 0)
+    ready_key = swap_remove(st.ready_key, moved_key, 0.0)
+    ready_def = swap_remove(st.ready_def, moved_def, 0)
+    ready_kill = swap_remove(st.ready_kill, moved_kill, 0)
     slot_of = st.slot_of.at[moved, a0].set(pick).at[j, a0].set(K)
     count = st.count - active.astype(jnp.int32)
 
     # Release successors; newly free ones enter the ready list.
-    s = prep.succ[j].T  # [D, A]
     lat = jnp.where(inp.timed, prep.succ_lat[j].T, 0)
     preds_left = st.preds_left.at[s, ant].add(-1)
     new = (preds_left[s, ant] == 0) & (s != N)
@@ -437,38 +473,35 @@ def _step_at_width(
     key_table = jnp.where(inp.timed, prep.key_ilp, prep.key_rp)
     ready_key = ready_key.at[pos, ant].set(key_table[s])
     ready_def = ready_def.at[:, pos, ant].set(prep.def_wf[:, s])
-    ready_kill = ready_kill.at[:, pos, ant].set(st.kill[:, s, ant])
+    ready_kill = ready_kill.at[:, pos, ant].set(kill_s)
     slot_of = slot_of.at[s_new, ant].set(pos).at[N].set(K)
     count = count + new.sum(axis=0).astype(jnp.int32)
 
     # Registers: uses first (last uses die), then defs are born, peak, then dead defs die.
-    u = prep.uses[j].T  # [U, A]
-    remaining = st.remaining.at[u, ant].add(-1)
-    users_xor = st.users_xor.at[u, ant].set(st.users_xor[u, ant] ^ j[None, :])
-    live_u = st.live[u, ant]
-    rem_u = remaining[u, ant]
+    # A register both used and defined by j sees the effect of the use on its def.
+    same = (d[:, None, :] == u[None, :, :]) & (d[:, None, :] != R)  # [V, U, A]
+    rem_u = rem_u0 - 1
     out_u = prep.reg_live_out[u]
     die = (rem_u == 0) & live_u & ~out_u
-    live = st.live.at[u, ant].set(live_u & ~die)
-    live_w = st.live_w - _per_file(prep.reg_wf, u, die)
-    d = prep.defs[j].T  # [V, A]
-    live_d = live[d, ant]
+    rem_d = rem_d0 - same.any(axis=1)
+    live_d = live_d0 & ~(same & die[None]).any(axis=1)
+    xor_u = xor_u0 ^ j[None, :]
+    xor_d = jnp.where(same.any(axis=1), xor_d0 ^ j[None, :], xor_d0)
     born = ~live_d & (d != R)
-    live = live.at[d, ant].set(live_d | born)
-    live_w = live_w + _per_file(prep.reg_wf, d, born)
+    dead_def = (rem_d == 0) & (live_d | born) & ~prep.reg_live_out[d]
+    remaining = st.remaining.at[u, ant].set(rem_u)
+    users_xor = st.users_xor.at[u, ant].set(xor_u)
+    live = st.live.at[u, ant].set(live_u & ~die).at[d, ant].set((live_d | born) & ~dead_def)
+    live_w = st.live_w - _per_file(prep.reg_wf, u, die) + _per_file(prep.reg_wf, d, born)
     peak = jnp.maximum(st.peak, live_w + prep.live_through[:, None])
-    dead_def = (remaining[d, ant] == 0) & (live_d | born) & ~prep.reg_live_out[d]
-    live = live.at[d, ant].set((live_d | born) & ~dead_def)
     live_w = live_w - _per_file(prep.reg_wf, d, dead_def)
 
     # Last-use bookkeeping: a live register with one use left is killed by that last user;
     # its kill width grows, in its ready slot too when it is already a candidate.
     k_user = jnp.concatenate(
         [
-            jnp.where((rem_u == 1) & live_u & ~out_u, users_xor[u, ant], N),
-            jnp.where(
-                (remaining[d, ant] == 1) & born & ~prep.reg_live_out[d], users_xor[d, ant], N
-            ),
+            jnp.where((rem_u == 1) & live_u & ~out_u, xor_u, N),
+            jnp.where((rem_d == 1) & born & ~prep.reg_live_out[d], xor_d, N),
         ]
     )  # [U + V, A]
     k_width = jnp.concatenate([prep.reg_wf[u], prep.reg_wf[d]]).transpose(2, 0, 1)
