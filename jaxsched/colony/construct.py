@@ -308,7 +308,7 @@ def _decide(
     raises = born.sum(axis=0) > kill.sum(axis=0)
 
     # Score = tau[last, j] * eta[j], eta = 1 + key in [1, 2], damped as in the spec.
-    wl = params.weight_last_use
+    wl = jnp.where(inp.timed, params.weight_last_use, params.weight_last_use_rp)
     ws = params.weight_cp + params.weight_successors
     luc = kill.sum(axis=0).astype(jnp.float32)
     luc = luc / jnp.maximum(luc.max(axis=0), 1.0)

@@ -62,7 +62,9 @@ class ColonyParams(NamedTuple):
     stall_budget_factor: jnp.ndarray  # f32[]: the 1.2 in G = floor(1.2 * max(LB, CP+1)) - n
     weight_cp: jnp.ndarray  # f32[]: heuristic key weights: critical path
     weight_successors: jnp.ndarray  # f32[]: successor count
-    weight_last_use: jnp.ndarray  # f32[]: dynamic last-use count (registers killed)
+    weight_last_use: jnp.ndarray  # f32[]: dynamic last-use count (width killed), ILP pass
+    weight_last_use_rp: jnp.ndarray  # f32[]: the same in the RP pass (its guiding heuristic
+    #                                  is LUC-then-CP, as the list scheduler's RP priority)
     score_floor: jnp.ndarray  # f32[]: minimum score of an eligible candidate (1e-7)
 
 
@@ -83,6 +85,7 @@ def default_params(**overrides: float) -> ColonyParams:
         weight_cp=1.0,
         weight_successors=0.0,
         weight_last_use=0.0,
+        weight_last_use_rp=4.0,
         score_floor=1e-7,
     )
     unknown = set(overrides) - set(values)
