@@ -159,7 +159,7 @@ class CBaseline:
             stall_budget=float(inp.stall_budget),
             weight_cp=float(params.weight_cp),
             weight_successors=float(params.weight_successors),
-            weight_last_use=float(params.weight_last_use),
+            weight_last_use=float(params.weight_last_use if timed else params.weight_last_use_rp),
             rp_damping=float(params.rp_damping),
             overflow_damping=float(params.overflow_damping),
             score_floor=float(params.score_floor),
