@@ -63,6 +63,8 @@ class Options:
         ``exact_max_size`` instructions; None: off. Regions proven optimal skip the colony;
         the others get the proven bounds (a tighter bound ends the colony earlier) and keep
         the exact search's schedule when it is better.
+      starts: the starting schedules the colony may start from (names of `START_NAMES`);
+        e.g. ``("input",)`` makes the colony improve the input order alone.
     """
 
     filters: bool = True
@@ -74,6 +76,7 @@ class Options:
     max_batch: int = 256
     exact_budget: float | None = None
     exact_max_size: int = 32
+    starts: tuple[str, ...] = ("input", "list-rp", "list-ilp")
 
 
 @dataclass
@@ -444,8 +447,12 @@ def solve_batch(
     len_lb = np.array([length_lower_bound(r, machine) for r in regions] + [0] * len(filler))
     rp_lb = np.array([rp_lower_bound(r, machine)[1] for r in regions] + [0] * len(filler))
     n_arr = np.array([len(r) for r in [*regions, *filler]])
+    unknown = set(options.starts) - set(START_NAMES)
+    if unknown or not options.starts:
+        raise ValueError(f"starts must name some of {START_NAMES}, got {options.starts}")
+    allowed = [k for k, name in enumerate(START_NAMES) if name in options.starts]
     start1 = np.array(
-        [min(range(S), key=lambda s, b=b: (rp_costs[b, s], lengths[b, s], s)) for b in range(B)]
+        [min(allowed, key=lambda s, b=b: (rp_costs[b, s], lengths[b, s], s)) for b in range(B)]
     )
     ar = np.arange(B)
     real = ar < count
@@ -483,6 +490,7 @@ def solve_batch(
     cand_cost = np.concatenate([rp_costs, target[:, None]], axis=1)
     cand_peak = np.concatenate([peaks, p1.peak[:, None]], axis=1)
     ok = cand_cost <= target[:, None]
+    ok[:, [k for k in range(S) if k not in allowed]] = False
     start2 = np.array(
         [min(np.flatnonzero(ok[b]), key=lambda s, b=b: (cand_len[b, s], s)) for b in range(B)]
     )
