@@ -122,16 +122,6 @@ class Result:
 START_NAMES = ("input", "list-rp", "list-ilp")
 
 
-class _Starts:
-    """Per region: the starting candidates' orders, peaks, cycles and lengths (NumPy)."""
-
-    def __init__(self, orders, peaks, cycles, lengths) -> None:
-        self.orders = orders  # int32[B, S, N]
-        self.peaks = peaks  # int32[B, S, F]
-        self.cycles = cycles  # int32[B, S, N]
-        self.lengths = lengths  # int32[B, S]
-
-
 def _machine_arrays(machine: Machine) -> loop.Machine:
     return loop.Machine(
         lut=jnp.asarray(machine.occupancy_lut), target_occupancy=jnp.int32(machine.target_occupancy)

@@ -188,12 +188,11 @@ _SIZE = re.compile(r"^\((?:s(?P<s>\d+)|<(?P<n>\d+)\s*x\s*s(?P<e>\d+)>|[^)]*)\)$"
 _ORDERINGS = ("monotonic", "acquire", "release", "acq_rel", "seq_cst")
 
 
-def split_top(s: str, sep: str = ",") -> list[str]:
-    """Split ``s`` on ``sep`` outside (), [], {}, <> and double quotes; pieces are stripped."""
-    out: list[str] = []
+def _top_level(s: str):
+    """Indices of the characters of ``s`` outside (), [], {}, <> and double quotes (bracket and
+    quote characters themselves excluded)."""
     depth = 0
     quote = False
-    start = 0
     i = 0
     while i < len(s):
         c = s[i]
@@ -208,10 +207,19 @@ def split_top(s: str, sep: str = ",") -> list[str]:
             depth += 1
         elif c in ")]}>":
             depth = max(0, depth - 1)
-        elif c == sep and depth == 0:
+        elif depth == 0:
+            yield i
+        i += 1
+
+
+def split_top(s: str, sep: str = ",") -> list[str]:
+    """Split ``s`` on ``sep`` outside (), [], {}, <> and double quotes; pieces are stripped."""
+    out: list[str] = []
+    start = 0
+    for i in _top_level(s):
+        if s[i] == sep:
             out.append(s[start:i].strip())
             start = i + 1
-        i += 1
     tail = s[start:].strip()
     if tail or out:
         out.append(tail)
@@ -220,26 +228,7 @@ def split_top(s: str, sep: str = ",") -> list[str]:
 
 def _find_top(s: str, token: str) -> int:
     """Index of the first ``token`` in ``s`` outside brackets and quotes, or -1."""
-    depth = 0
-    quote = False
-    i = 0
-    while i < len(s):
-        c = s[i]
-        if quote:
-            if c == "\\":
-                i += 1
-            elif c == '"':
-                quote = False
-        elif c == '"':
-            quote = True
-        elif c in "([{<":
-            depth += 1
-        elif c in ")]}>":
-            depth = max(0, depth - 1)
-        elif depth == 0 and s.startswith(token, i):
-            return i
-        i += 1
-    return -1
+    return next((i for i in _top_level(s) if s.startswith(token, i)), -1)
 
 
 def parse_reg_operand(text: str, in_defs: bool) -> RegOperand | None:
