@@ -49,6 +49,7 @@ from colony_baseline import CBaseline, build  # noqa: E402
 
 from jaxsched.colony import construct  # noqa: E402
 from jaxsched.colony.params import ColonyParams, default_params  # noqa: E402
+from jaxsched.compilation import COMPILED  # noqa: E402
 from jaxsched.machines.model import Machine, gfx906  # noqa: E402
 from jaxsched.problem.generate import generate_region, generate_regions  # noqa: E402
 from jaxsched.problem.padded import PaddedShape, pad_region, padded_shape  # noqa: E402
@@ -364,14 +365,14 @@ def corpus(
     kw = dict(ants=ants, wavefront_size=min(WAVEFRONT, ants))
 
     def run(batch: list[Region]) -> tuple[list, float, int, float]:
-        c0, s0 = solve.COMPILED.compilations, solve.COMPILED.compile_seconds
+        c0, s0 = COMPILED.compilations, COMPILED.compile_seconds
         t0 = time.perf_counter()
         res = solve.schedule(batch, machine, seed=seed, **kw)
         return (
             res,
             time.perf_counter() - t0,
-            solve.COMPILED.compilations - c0,
-            solve.COMPILED.compile_seconds - s0,
+            COMPILED.compilations - c0,
+            COMPILED.compile_seconds - s0,
         )
 
     batched, b_s, b_comp, b_comp_s = run(regions)

@@ -14,6 +14,7 @@ import pytest
 import jaxsched
 from jaxsched.colony import construct, solve
 from jaxsched.colony.params import ColonyConfig, default_params
+from jaxsched.compilation import CompileCache
 from jaxsched.problem.generate import generate_region, generate_regions
 from jaxsched.problem.padded import pad_region, padded_shape
 from jaxsched.verify import verify, verify_order
@@ -94,7 +95,7 @@ def test_batching_does_not_change_results(mixed_regions):
 
 
 def test_no_retracing_within_a_bucket():
-    cache = solve.CompileCache()
+    cache = CompileCache()
     regs = [generate_region(s, n) for s, n in [(1, 20), (2, 25), (3, 30)]]
     shape = padded_shape(regs[0], MACHINE)
     for r in regs[1:]:

@@ -40,31 +40,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def enable_compilation_cache() -> None:
-    """Keep compiled XLA executables across runs in ``$JAXSCHED_CACHE_DIR`` (default
-    ``~/.cache/jaxsched/xla``); ``JAXSCHED_CACHE_DIR=off`` disables it."""
-    import os
-
-    path = os.environ.get("JAXSCHED_CACHE_DIR", os.path.expanduser("~/.cache/jaxsched/xla"))
-    if path.lower() in ("", "off", "none", "0"):
-        return
-    import jax
-
-    try:
-        os.makedirs(path, exist_ok=True)
-    except OSError:
-        return
-    jax.config.update("jax_compilation_cache_dir", path)
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-    jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
-
-
 def main(argv: list[str] | None = None) -> int:
     from jaxsched.problem.region import RegionError
 
     parser = build_parser()
     args = parser.parse_args(argv)
-    enable_compilation_cache()
+    from jaxsched.compilation import enable_persistent_cache
+
+    enable_persistent_cache()
     try:
         return int(args.func(args) or 0)
     except (UsageError, RegionError, FileNotFoundError, ValueError) as e:

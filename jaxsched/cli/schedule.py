@@ -121,7 +121,7 @@ def _done_names(out: Path) -> set[str]:
 
 def run(args: argparse.Namespace) -> int:
     import jaxsched
-    from jaxsched.colony.solve import COMPILED
+    from jaxsched.compilation import COMPILED
     from jaxsched.machines.model import get_machine
 
     machine = get_machine(args.machine)

@@ -38,6 +38,7 @@ from jaxsched.colony.params import (
     default_params,
     no_improvement_limit,
 )
+from jaxsched.compilation import COMPILED, CompileCache
 from jaxsched.machines.model import Machine, gfx906
 from jaxsched.problem.padded import DeviceRegion, PaddedShape, next_pow2, padded_shape, stack
 from jaxsched.problem.region import Region
@@ -217,33 +218,6 @@ def fit_ants(shape: PaddedShape, config: ColonyConfig, budget: int) -> ColonyCon
             f"{budget / 2**20:.0f} MiB; raise memory_budget or lower wavefront_size"
         )
     return dataclasses.replace(config, wavefronts=waves)
-
-
-# ------------------------------------------------------------------------------ compilation
-class CompileCache:
-    """Compiled executables by (function, static arguments, argument shapes); counts and times
-    compilations so results can report compile time apart from run time."""
-
-    def __init__(self) -> None:
-        self._cache: dict = {}
-        self.compilations = 0
-        self.compile_seconds = 0.0
-
-    def __call__(self, fn, static: dict, *args):
-        sig = jax.tree.map(lambda x: (jnp.shape(x), jnp.result_type(x)), args)
-        key = (fn, tuple(sorted(static.items())), jax.tree.structure(args), str(sig))
-        exe = self._cache.get(key)
-        if exe is None:
-            t0 = time.perf_counter()
-            exe = fn.lower(*args, **static).compile()
-            self.compile_seconds += time.perf_counter() - t0
-            self.compilations += 1
-            self._cache[key] = exe
-        return exe(*args)
-
-
-#: The process-wide cache used by `schedule` (see `CompileCache`).
-COMPILED = CompileCache()
 
 
 # ------------------------------------------------------------------------------ public API

@@ -42,6 +42,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxsched.errors import InputError
 from jaxsched.exact.expand import Nodes, Params, expand, root
 from jaxsched.exact.tables import (
     Tables,
@@ -61,7 +62,7 @@ OBJECTIVES = ("rp", "length")
 MAX_LABELS = 16
 
 
-class ExactError(ValueError):
+class ExactError(InputError):
     """Bad arguments to the exact solver (the message names the argument and the region)."""
 
 

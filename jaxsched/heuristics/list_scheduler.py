@@ -35,6 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from jaxsched.errors import InputError
 from jaxsched.machines.model import Machine, occupancy_jax
 from jaxsched.problem.padded import DeviceRegion, PaddedShape, padded_shape, stack
 from jaxsched.problem.region import Region
@@ -63,7 +64,7 @@ DEFAULT_PRIORITY = ("luc", "cp", "nid")
 _BIG = 2**30
 
 
-class HeuristicError(ValueError):
+class HeuristicError(InputError):
     """Bad input to a heuristic (unknown priority, bad issue width or order shape)."""
 
 

@@ -15,8 +15,10 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from jaxsched.errors import InputError
 
-class MirError(ValueError):
+
+class MirError(InputError):
     """Malformed MIR; the message names the file and 1-based line number."""
 
 

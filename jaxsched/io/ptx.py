@@ -28,6 +28,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from jaxsched.errors import InputError
+
 __all__ = ["PtxBlock", "PtxError", "PtxFunction", "classify", "kernel_string", "read_ptx"]
 
 _MEMORY = frozenset(
@@ -85,7 +87,7 @@ _SPECIAL = frozenset({"sin", "cos", "ex2", "lg2", "rsqrt", "sqrt", "rcp", "tanh"
 _BRANCH = frozenset({"bra", "brx", "ret", "exit"})
 
 
-class PtxError(ValueError):
+class PtxError(InputError):
     """Malformed PTX or an impossible request; the message names the function and line."""
 
 

@@ -32,6 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from jaxsched.compilation import COMPILED
 from jaxsched.makespan.decoder import Decoded, Tables, decode_batch, redecode, tables, warp_cycles
 from jaxsched.makespan.model import (
     SM,
@@ -182,22 +183,6 @@ def _init_jit(tab: Tables, strings: jax.Array, num_warps: int) -> ChainState:
     return ChainState(cur, strings, cur.makespan)
 
 
-#: Compiled executables by (function, static arguments, argument shapes and dtypes).
-_EXECUTABLES: dict = {}
-
-
-def _compiled(fn, static: tuple, *args, **kwargs):
-    """(compiled ``fn`` for these argument shapes, seconds spent compiling: 0 on a cache hit)."""
-    sig = tuple((x.shape, str(x.dtype)) for x in jax.tree.leaves(args))
-    key = (fn, static, sig)
-    if key in _EXECUTABLES:
-        return _EXECUTABLES[key], 0.0
-    t = time.perf_counter()
-    exe = fn.lower(*args, **kwargs).compile()
-    _EXECUTABLES[key] = exe
-    return exe, time.perf_counter() - t
-
-
 @functools.partial(jax.jit, static_argnames=("num_warps", "instructions", "chains"))
 def _random_strings(key: jax.Array, num_warps: int, instructions: int, chains: int) -> jax.Array:
     base = jnp.tile(jnp.arange(num_warps, dtype=jnp.int32), instructions)
@@ -282,7 +267,7 @@ def estimate(
     strings = jnp.asarray(strings.T)
 
     compile_s = 0.0
-    init, dt = _compiled(_init_jit, (warps,), tab, strings, num_warps=warps)
+    init, dt = COMPILED.compiled(_init_jit, {"num_warps": warps}, tab, strings)
     compile_s += dt
     t = time.perf_counter()
     state = init(tab, strings)
@@ -292,7 +277,7 @@ def estimate(
     done = 0
     if n >= 2 and warps >= 2:
         args = (k_run, jnp.int32(0), jnp.int32(1), jnp.int32(iterations), jnp.float32(t0))
-        step_fn, dt = _compiled(_anneal_jit, (warps,), tab, state, *args, num_warps=warps)
+        step_fn, dt = COMPILED.compiled(_anneal_jit, {"num_warps": warps}, tab, state, *args)
         compile_s += dt
         while done < iterations:
             steps = min(chunk, iterations - done)
@@ -311,8 +296,8 @@ def estimate(
     best_m = np.asarray(state.best_makespan)
     c = int(np.argmax(best_m))
     best_string = np.asarray(state.best_string[:, c])
-    final, _ = _compiled(
-        _init_jit, (warps,), tab, jnp.asarray(best_string[:, None]), num_warps=warps
+    final, _ = COMPILED.compiled(
+        _init_jit, {"num_warps": warps}, tab, jnp.asarray(best_string[:, None])
     )
     cycles = warp_cycles(
         best_string, np.asarray(final(tab, best_string[:, None]).current.cycle[:, 0]), warps

@@ -18,12 +18,14 @@ from typing import NamedTuple
 
 import numpy as np
 
+from jaxsched.errors import InputError
+
 #: Unit letters; the position of a letter is its unit id in device arrays.
 UNITS = "LCSD"
 _EPS = 1e-9
 
 
-class MakespanError(ValueError):
+class MakespanError(InputError):
     """Invalid makespan input (kernel string, SM description, warp count or warp string)."""
 
 

@@ -22,6 +22,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from jaxsched.errors import InputError
+
 #: Largest region accepted by the loaders and solvers (instructions).
 MAX_INSTRUCTIONS = 16384
 #: Largest register width (32-bit units) accepted.
@@ -32,7 +34,7 @@ MAX_LATENCY = 100_000
 EDGE_KINDS = ("data", "anti", "output", "other")
 
 
-class RegionError(ValueError):
+class RegionError(InputError):
     """A region is malformed. The message names the region and the offending item."""
 
 
