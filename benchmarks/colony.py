@@ -50,7 +50,8 @@ from colony_baseline import CBaseline, build  # noqa: E402
 from jaxsched.colony import construct  # noqa: E402
 from jaxsched.colony.params import ColonyParams, default_params  # noqa: E402
 from jaxsched.compilation import COMPILED  # noqa: E402
-from jaxsched.machines.model import Machine, gfx906  # noqa: E402
+from jaxsched.heuristics import issue_cycles  # noqa: E402
+from jaxsched.machines.model import Machine, gfx906, rp_limits  # noqa: E402
 from jaxsched.problem.generate import generate_region, generate_regions  # noqa: E402
 from jaxsched.problem.padded import PaddedShape, pad_region, padded_shape  # noqa: E402
 from jaxsched.problem.region import Region  # noqa: E402
@@ -72,9 +73,12 @@ class Instance(NamedTuple):
     prep: construct.Prepared
     inp: construct.StepInputs  # RP pass; tau: seeded uniform in [tau_min, tau_max]
     rp_target: int  # RP cost an ant may reach (inp.rp_limit is its per-file form)
+    params: ColonyParams
 
     def for_pass(self, timed: bool) -> construct.StepInputs:
-        return self.inp._replace(timed=jnp.bool_(timed))
+        flag = jnp.bool_(timed)
+        key = construct.static_key(self.prep, self.params, flag)
+        return self.inp._replace(timed=flag, key=key)
 
 
 def make_instance(n: int, seed: int, machine: Machine, params: ColonyParams) -> Instance:
@@ -84,14 +88,14 @@ def make_instance(n: int, seed: int, machine: Machine, params: ColonyParams) -> 
     region = generate_region(seed, n)
     shape = padded_shape(region, machine)
     dev = jax.tree.map(jnp.asarray, pad_region(region, machine, shape))
-    prep = jax.jit(construct.prepare, static_argnums=1)(dev, shape.ready, params)
+    prep = jax.jit(construct.prepare, static_argnums=1)(dev, shape.ready)
     N = shape.n
     tau = jax.random.uniform(
         jax.random.key(seed), (N + 1, N + 1), minval=params.tau_min, maxval=params.tau_max
     )
     start = verify_order(region, machine, np.arange(n))
     cp = int(region.critical_path().max(initial=0))
-    limit = construct.rp_limits(
+    limit = rp_limits(
         jnp.asarray(machine.occupancy_lut),
         jnp.int32(machine.target_occupancy),
         jnp.int32(start.rp_cost),
@@ -102,25 +106,10 @@ def make_instance(n: int, seed: int, machine: Machine, params: ColonyParams) -> 
         rp_limit=limit,
         stall_budget=jnp.float32(max(1, math.floor(1.2 * (cp + 1)) - n)),
         timed=jnp.bool_(False),
+        key=construct.static_key(prep, params, jnp.bool_(False)),
+        issue_width=jnp.int32(machine.issue_width),
     )
-    return Instance(region, shape, prep, inp, start.rp_cost)
-
-
-def issue_cycles(region: Region, order: np.ndarray, issue_width: int) -> np.ndarray:
-    """Replay an ILP-pass order: each instruction issues at max(current cycle, earliest), at most
-    ``issue_width`` per cycle (the ants' rule; independent of both implementations)."""
-    preds = region.predecessors()
-    cycles = np.zeros(len(region), np.int64)
-    cur = issued = 0
-    for j in order:
-        c = max([cur, *(cycles[p] + lat for p, lat in preds[j])])
-        if c > cur:
-            cur, issued = c, 0
-        cycles[j] = c
-        issued += 1
-        if issued >= issue_width:
-            cur, issued = cur + 1, 0
-    return cycles
+    return Instance(region, shape, prep, inp, start.rp_cost, params)
 
 
 def check_ants(
@@ -173,7 +162,7 @@ def _median_time(fn, repeats: int, *args, **kwargs) -> tuple[float, object]:
     return statistics.median(times), out
 
 
-def _construct(prep, inp, params, key, steps, uniform, *, wavefronts: int, issue_width: int):
+def _construct(prep, inp, params, key, steps, uniform, *, wavefronts: int):
     """One construction by all ants; the pass and the exploration rule are traced (both passes
     share one compilation, as in the driver)."""
     return construct.construct_ants(
@@ -185,7 +174,6 @@ def _construct(prep, inp, params, key, steps, uniform, *, wavefronts: int, issue
         wavefronts=wavefronts,
         wavefront_size=WAVEFRONT,
         uniform_exploration=uniform,
-        issue_width=issue_width,
     )
 
 
@@ -197,7 +185,7 @@ def compile_construct(inst: Instance, params: ColonyParams, machine: Machine, an
     """AOT-compile the construction for an instance and ant count -> (executable, args per
     pass, compile seconds)."""
     waves = max(1, ants // WAVEFRONT)
-    fn = jax.jit(partial(_construct, wavefronts=waves, issue_width=machine.issue_width))
+    fn = jax.jit(partial(_construct, wavefronts=waves))
     key = jax.random.key(0)
     steps = jnp.int32(len(inst.region))
 
@@ -359,7 +347,7 @@ def corpus(
     count: int, single_count: int, max_size: int, ants: int, seed: int, machine: Machine
 ) -> tuple[dict, list]:
     """Batched `schedule` vs one region per call; every result verified."""
-    from jaxsched.colony import solve
+    from jaxsched.colony import schedule
 
     regions = generate_regions(seed, count, 2, max_size)
     kw = dict(ants=ants, wavefront_size=min(WAVEFRONT, ants))
@@ -367,7 +355,7 @@ def corpus(
     def run(batch: list[Region]) -> tuple[list, float, int, float]:
         c0, s0 = COMPILED.compilations, COMPILED.compile_seconds
         t0 = time.perf_counter()
-        res = solve.schedule(batch, machine, seed=seed, **kw)
+        res = schedule(batch, machine, seed=seed, **kw)
         return (
             res,
             time.perf_counter() - t0,
@@ -576,7 +564,8 @@ NOTES = [
     "",
     "What a GPU changes (not measured here, no GPU in this session): the step is ~100 small "
     "HLO ops run n times per construction, so at a few hundred ants launch latency dominates; "
-    "wide batches (thousands of ants, many regions per call as `solve_batch` does) amortise it, "
+    "wide batches (thousands of ants, many regions per call as `jaxsched.colony.solve` does) "
+    "amortise it, "
     "and the O(n) copies become bandwidth (cheap on HBM) rather than CPU cache misses.",
 ]
 

@@ -136,7 +136,7 @@ class CBaseline:
             reg_live_in=u8(prep.reg_live_in),
             reg_live_out=u8(prep.reg_live_out),
             live_through=i32(prep.live_through),
-            key=f32(prep.key_ilp if timed else prep.key_rp),
+            key=f32(inp.key),
             init_ready=i32(prep.init_ready),
             init_kill=i32(prep.init_kill),
             tau=f32(inp.tau),

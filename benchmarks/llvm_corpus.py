@@ -20,10 +20,10 @@ import sys
 import time
 from pathlib import Path
 
+from jaxsched.heuristics import issue_cycles
 from jaxsched.io.mir import (
     asm_stats,
     find_llc,
-    list_schedule,
     ll_to_mir,
     llvm_orders,
     mir_to_asm,
@@ -62,7 +62,7 @@ def _llvm_scheduled(path: Path, mir_text: str) -> str:
 
 
 def _model(region, order, machine) -> tuple[int, int]:
-    rep = verify(region, machine, list_schedule(region, order, machine.issue_width), order=order)
+    rep = verify(region, machine, issue_cycles(region, order, machine.issue_width), order=order)
     return rep.length, rep.occupancy
 
 

@@ -5,11 +5,19 @@ The curated public API. Submodules: `jaxsched.problem` (regions, file format, pa
 `jaxsched.exact`, `jaxsched.io` (MIR, PTX front ends).
 """
 
-from jaxsched import exact, io, machines, makespan
-from jaxsched.colony.params import ColonyConfig, ColonyParams, default_params
-from jaxsched.colony.solve import Options, Result, schedule, solve_batch
+from jaxsched import colony, exact, io, machines, makespan
+from jaxsched.colony import (
+    ColonyConfig,
+    ColonyParams,
+    ColonyProblem,
+    Options,
+    Result,
+    Solution,
+    default_params,
+    schedule,
+)
 from jaxsched.heuristics import heuristic_schedule, length_lower_bound, rp_lower_bound
-from jaxsched.machines import Machine, RegisterFile, generic, get_machine, gfx906
+from jaxsched.machines import Machine, MachineArrays, RegisterFile, generic, get_machine, gfx906
 from jaxsched.problem import (
     Edge,
     Instruction,
@@ -28,10 +36,12 @@ __version__ = "0.1.0"
 __all__ = [
     "ColonyConfig",
     "ColonyParams",
+    "ColonyProblem",
     "Edge",
     "Instruction",
     "InvalidSchedule",
     "Machine",
+    "MachineArrays",
     "Options",
     "Region",
     "RegionError",
@@ -39,7 +49,9 @@ __all__ = [
     "RegisterFile",
     "Result",
     "ScheduleReport",
+    "Solution",
     "__version__",
+    "colony",
     "default_params",
     "exact",
     "generate_region",
@@ -57,7 +69,6 @@ __all__ = [
     "rp_lower_bound",
     "save_regions",
     "schedule",
-    "solve_batch",
     "verify",
     "verify_order",
 ]

@@ -10,11 +10,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import shuffled
 
 import jaxsched
-from jaxsched.colony import construct, solve
+from jaxsched import colony
+from jaxsched.colony import construct, host
 from jaxsched.colony.params import ColonyConfig, default_params
 from jaxsched.compilation import CompileCache
+from jaxsched.errors import InputError
 from jaxsched.problem.generate import generate_region, generate_regions
 from jaxsched.problem.padded import pad_region, padded_shape
 from jaxsched.verify import verify, verify_order
@@ -81,37 +84,29 @@ def test_same_seed_same_result_and_seed_matters(mixed_regions):
         assert x.order == y.order and x.length == y.length and x.history == y.history
 
 
-def test_batching_does_not_change_results(mixed_regions):
+def test_results_do_not_depend_on_the_rest_of_the_call(mixed_regions):
+    # A region's stream is keyed by its content: alone, in a batch, reversed, or with other
+    # regions around it, it gets the same schedule (batches differ in size and padding).
     regs = [r for r in mixed_regions if 17 <= len(r) <= 32][:3]
-    assert regs, "need regions of one bucket"
+    assert len(regs) == 3, "need regions of one bucket"
     together = jaxsched.schedule(regs, MACHINE, seed=5, filters=False, **SMALL)
     alone = [jaxsched.schedule([r], MACHINE, seed=5, filters=False, **SMALL)[0] for r in regs]
-    # Region k of a call uses fold_in(key, k): region 0 alone equals region 0 together, and
-    # the first two regions agree between batches of 2 and 3 (different padding and widths).
-    assert together[0].order == alone[0].order
-    assert together[0].history == alone[0].history
-    pair = jaxsched.schedule(regs[:2], MACHINE, seed=5, filters=False, **SMALL)
-    assert [r.order for r in pair] == [r.order for r in together[:2]]
+    backwards = jaxsched.schedule(regs[::-1], MACHINE, seed=5, filters=False, **SMALL)[::-1]
+    for t, a, r in zip(together, alone, backwards, strict=True):
+        assert t.order == a.order == r.order
+        assert t.history == a.history == r.history
+    assert any(t.iterations != (0, 0) for t in together)  # the colony ran
 
 
-def test_no_retracing_within_a_bucket():
+def test_no_recompilation_within_a_bucket():
     cache = CompileCache()
     regs = [generate_region(s, n) for s, n in [(1, 20), (2, 25), (3, 30)]]
-    shape = padded_shape(regs[0], MACHINE)
-    for r in regs[1:]:
-        shape = shape.join(padded_shape(r, MACHINE))
-    config, params, options = solve.split_overrides(SMALL, None, None, None)
+    config, params, _ = host.split_overrides(SMALL, None, None, None)
+    solve = jax.jit(colony.solve, static_argnames="config")
     for k, r in enumerate(regs):
-        solve.solve_batch(
-            [r],
-            MACHINE,
-            keys=[jax.random.key(k)],
-            config=config,
-            params=params,
-            options=options,
-            shape=shape,
-            cache=cache,
-        )
+        prob = colony.problem([r], MACHINE, cache=cache)
+        sol = jax.device_get(cache(solve, {"config": config}, prob, params, jax.random.key(k)))
+        verify(r, MACHINE, sol.cycles[0, : len(r)], order=sol.order[0, : len(r)])
         if k == 0:
             first = cache.compilations
     assert cache.compilations == first  # later regions of the bucket reuse every executable
@@ -125,25 +120,10 @@ def test_parameters_do_not_retrace():
     @jax.jit
     @chex.assert_max_traces(n=1)
     def build(dev, params, key):
-        prep = construct.prepare(dev, shape.ready, params)
-        N = shape.n
-        inp = construct.StepInputs(
-            tau=jnp.ones((N + 1, N + 1)),
-            q0=jnp.float32(0.5),
-            rp_limit=jnp.full(2, 999, jnp.int32),
-            stall_budget=jnp.float32(4.0),
-            timed=jnp.bool_(True),
-        )
+        prep = construct.prepare(dev, shape.ready)
+        inp = _inputs(prep, params, timed=True, q0=0.5, stall_budget=4.0)
         return construct.construct_ants(
-            prep,
-            inp,
-            params,
-            key,
-            dev.n,
-            wavefronts=2,
-            wavefront_size=8,
-            uniform_exploration=False,
-            issue_width=1,
+            prep, inp, params, key, dev.n, wavefronts=2, wavefront_size=8, uniform_exploration=False
         )
 
     chex.clear_trace_counter()
@@ -155,19 +135,26 @@ def test_parameters_do_not_retrace():
         assert [rep.peak_rp[f] for f in MACHINE.file_names] == list(np.asarray(out.peak[a]))
 
 
+def _inputs(prep, params, *, timed, q0, stall_budget, rp_limit=(999, 999)):
+    """Step inputs with uniform pheromone (tau = 1) and the given q0, G and RP limit."""
+    N = prep.succ.shape[0] - 1
+    return construct.StepInputs(
+        tau=jnp.ones((N + 1, N + 1)),
+        q0=jnp.float32(q0),
+        rp_limit=jnp.asarray(rp_limit, jnp.int32),
+        stall_budget=jnp.float32(stall_budget),
+        timed=jnp.bool_(timed),
+        key=construct.static_key(prep, params, jnp.bool_(timed)),
+        issue_width=jnp.int32(MACHINE.issue_width),
+    )
+
+
 def _construct(region, *, timed, stall_fraction, uniform, q0=0.3, waves=4, size=8, key=0):
     shape = padded_shape(region, MACHINE)
     dev = jax.tree.map(jnp.asarray, pad_region(region, MACHINE, shape))
     params = default_params(stall_fraction=stall_fraction)
-    prep = construct.prepare(dev, shape.ready, params)
-    N = shape.n
-    inp = construct.StepInputs(
-        tau=jnp.ones((N + 1, N + 1)),
-        q0=jnp.float32(q0),
-        rp_limit=jnp.full(2, 999, jnp.int32),
-        stall_budget=jnp.float32(50.0),
-        timed=jnp.bool_(timed),
-    )
+    prep = construct.prepare(dev, shape.ready)
+    inp = _inputs(prep, params, timed=timed, q0=q0, stall_budget=50.0)
     seeds = construct.make_seeds(
         jax.random.key(key),
         params,
@@ -184,7 +171,6 @@ def _construct(region, *, timed, stall_fraction, uniform, q0=0.3, waves=4, size=
         wavefronts=waves,
         wavefront_size=size,
         uniform_exploration=uniform,
-        issue_width=1,
     )
     return seeds, out
 
@@ -215,32 +201,6 @@ def test_optional_stalls_only_in_allowed_wavefronts():
     assert (stalls[may] > 0).any()
     _, none = _construct(region, timed=True, stall_fraction=0.0, uniform=False, q0=0.0)
     assert (np.asarray(none.stalls) == 0).all()
-
-
-def _shuffled(region, rng):
-    """The region with its instructions renumbered in a random topological order."""
-    n = len(region)
-    left = [len(p) for p in region.predecessors()]
-    ready = [i for i in range(n) if left[i] == 0]
-    order = []
-    while ready:
-        j = ready.pop(int(rng.integers(len(ready))))
-        order.append(j)
-        for k, _ in region.successors()[j]:
-            left[k] -= 1
-            if left[k] == 0:
-                ready.append(k)
-    new = {old: i for i, old in enumerate(order)}
-    edges = [(new[e.src], new[e.dst], e.latency, e.kind) for e in region.edges]
-    return jaxsched.Region.build(
-        region.name,
-        [region.instructions[j] for j in order],
-        region.registers,
-        edges,
-        region.live_in,
-        region.live_out,
-        region.live_through,
-    )
 
 
 def _rp_bottleneck_optimum(region) -> int:
@@ -303,7 +263,7 @@ def test_rp_pass_matches_brute_force_on_small_regions():
     try:
         rng = np.random.default_rng(0)
         regions = [
-            _shuffled(generate_region(s, n), rng)
+            shuffled(generate_region(s, n), rng)
             for s, n in itertools.product(range(12), (8, 10, 12))
         ]
         # Start from a random input order alone, so the RP pass has work on many regions.
@@ -337,12 +297,18 @@ def test_memory_budget_splits_and_reduces_ants():
     region = generate_region(0, 300)
     shape = padded_shape(region, MACHINE)
     config = ColonyConfig(wavefronts=64, wavefront_size=64)
-    small = solve.fit_ants(shape, config, budget=solve.estimate_bytes(shape, 4 * 64))
+    small = host.fit_ants(shape, config, budget=host.estimate_bytes(shape, 4 * 64))
     assert small.wavefronts <= 4
     with pytest.raises(MemoryError, match="memory budget"):
-        solve.fit_ants(shape, config, budget=1000)
+        host.fit_ants(shape, config, budget=1000)
 
 
 def test_unknown_override_is_a_clear_error():
-    with pytest.raises(ValueError, match="unknown options"):
+    with pytest.raises(InputError, match="unknown options"):
         jaxsched.schedule([generate_region(0, 5)], MACHINE, antz=3)
+
+
+@pytest.mark.parametrize("ants", [0, -64, 100, 2.5])
+def test_bad_ant_counts_are_clear_errors(ants):
+    with pytest.raises(InputError, match="ants"):
+        jaxsched.schedule([generate_region(0, 5)], MACHINE, ants=ants)

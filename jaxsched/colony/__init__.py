@@ -1,15 +1,47 @@
-"""The parallel two-pass ant colony: construction (`construct`), the device iteration loop
-(`loop`), and the driver with `schedule` / `solve_batch` (`solve`)."""
+"""The parallel two-pass ant colony.
 
+Device core (pure functions over pytrees; `jit`, `vmap`, `scan` them):
+  * `problem(regions, machine)` -> `ColonyProblem` (host: padding; jitted: starts and bounds);
+  * `init(problem, params, key)` -> `ColonyState`; `step(state, problem, params)` one iteration
+    of every region's current pass; `solution(state, problem, params)` -> `Solution`;
+  * `solve(problem, params, key)` = init, step until done, solution.
+
+Host shell: `schedule(regions, machine, seed=...)` -> one `Result` per region.
+Modules: `construct` (ants), `iteration` (one colony iteration), `problem`, `core`, `host`.
+"""
+
+from jaxsched.colony.core import (
+    ColonyState,
+    PassSummary,
+    Solution,
+    default_config,
+    init,
+    solution,
+    solve,
+    step,
+)
+from jaxsched.colony.host import Options, Result, schedule
 from jaxsched.colony.params import ColonyConfig, ColonyParams, default_params
-from jaxsched.colony.solve import Options, Result, schedule, solve_batch
+from jaxsched.colony.problem import CHOOSABLE_STARTS, SOURCES, STARTS, ColonyProblem, problem
 
 __all__ = [
+    "CHOOSABLE_STARTS",
+    "SOURCES",
+    "STARTS",
     "ColonyConfig",
     "ColonyParams",
+    "ColonyProblem",
+    "ColonyState",
     "Options",
+    "PassSummary",
     "Result",
+    "Solution",
+    "default_config",
     "default_params",
+    "init",
+    "problem",
     "schedule",
-    "solve_batch",
+    "solution",
+    "solve",
+    "step",
 ]

@@ -45,8 +45,8 @@ BIG = 2**30
 class Prepared(NamedTuple):
     """A region's constant arrays for construction, with dummy rows for the sentinels.
 
-    Shapes: N instructions (bucket), K ready slots, D successors, U uses, V defs, R registers,
-    F register files.
+    Independent of the parameters (built once per region). Shapes: N instructions (bucket),
+    K ready slots, D successors, U uses, V defs, R registers, F register files.
     """
 
     n: jnp.ndarray  # int32[]: real instruction count
@@ -62,92 +62,107 @@ class Prepared(NamedTuple):
     reg_live_in: jnp.ndarray  # bool[R + 1]
     reg_live_out: jnp.ndarray  # bool[R + 1]: dummy True (never killed)
     live_through: jnp.ndarray  # int32[F]
-    key_rp: jnp.ndarray  # f32[N + 1]: static heuristic key in [0, 1], RP pass (unit latencies)
-    key_ilp: jnp.ndarray  # f32[N + 1]: static heuristic key in [0, 1], ILP pass
+    cp: jnp.ndarray  # f32[N + 1]: latency-weighted critical path / its max, in [0, 1]; dummy 0
+    cp_unit: jnp.ndarray  # f32[N + 1]: unit-latency critical path / its max; dummy 0
+    successors: jnp.ndarray  # f32[N + 1]: successor count / its max; dummy 0
     init_ready: jnp.ndarray  # int32[K + 1]: initial candidates (roots), sentinel N
     init_count: jnp.ndarray  # int32[]: number of roots
     init_kill: jnp.ndarray  # int32[F, N + 1]: width each instruction would kill at the start
 
 
-def prepare(dev: DeviceRegion, ready_slots: int, params: ColonyParams) -> Prepared:
+def _row_pad(a: jnp.ndarray, fill) -> jnp.ndarray:
+    """``a`` with one extra leading-axis row of ``fill`` (the sentinel's dummy row)."""
+    a = jnp.asarray(a)
+    return jnp.concatenate([a, jnp.full((1, *a.shape[1:]), fill, a.dtype)], axis=0)
+
+
+def _users_xor(uses: jnp.ndarray, num_regs: int) -> jnp.ndarray:
+    """int32[R + 1]: XOR of the ids of each register's users (``uses`` int32[N + 1, U]).
+
+    There is no XOR scatter primitive: add the id bit planes and keep each plane's parity.
+    """
+    ids = jnp.broadcast_to(jnp.arange(uses.shape[0], dtype=jnp.int32)[:, None], uses.shape)
+    bits = (ids[..., None] >> jnp.arange(31)) & 1  # [N + 1, U, 31]
+    plane = jnp.zeros((num_regs, 31), jnp.int32).at[uses].add(bits)
+    return ((plane & 1) << jnp.arange(31)).sum(axis=1).astype(jnp.int32)
+
+
+def _normalized(x: jnp.ndarray) -> jnp.ndarray:
+    """f32[N + 1]: ``x`` (int[N]) divided by its maximum (at least 1), dummy 0 appended."""
+    x = jnp.asarray(x).astype(jnp.float32)
+    return _row_pad(x / jnp.maximum(x.max(), 1.0), 0.0)
+
+
+def prepare(dev: DeviceRegion, ready_slots: int) -> Prepared:
     """Build the `Prepared` arrays of one region (jit-compatible; vmap over a batch)."""
     N = dev.valid.shape[0]
     R = dev.reg_width.shape[0]
     F = dev.live_through.shape[0]
     K = ready_slots
-
-    def row_pad(a: jnp.ndarray, fill: int) -> jnp.ndarray:
-        return jnp.concatenate([a, jnp.full((1, *a.shape[1:]), fill, a.dtype)], axis=0)
-
-    def extend(a: jnp.ndarray, fill) -> jnp.ndarray:
-        return jnp.concatenate([a, jnp.full((1,), fill, a.dtype)])
-
-    reg_width = extend(dev.reg_width, 0)
-    reg_file = extend(dev.reg_file, 0)
+    reg_width = _row_pad(dev.reg_width, 0)
+    reg_file = _row_pad(dev.reg_file, 0)
     reg_wf = jnp.where(reg_file[:, None] == jnp.arange(F)[None, :], reg_width[:, None], 0)
-    uses = row_pad(dev.uses, R)
-    defs = row_pad(dev.defs, R)
-    def_wf = reg_wf[defs].sum(axis=1).T  # [F, N + 1]
-    # XOR of user ids per register (no XOR scatter primitive: add bit planes, keep parity).
-    ids = jnp.broadcast_to(jnp.arange(N + 1, dtype=jnp.int32)[:, None], uses.shape)
-    bits = (ids[..., None] >> jnp.arange(31)) & 1  # [N + 1, U, 31]
-    plane = jnp.zeros((R + 1, 31), jnp.int32).at[uses].add(bits)
-    users_xor = ((plane & 1) << jnp.arange(31)).sum(axis=1).astype(jnp.int32)
-    reg_live_out = extend(dev.reg_live_out, True)
-    reg_live_in = extend(dev.reg_live_in, False)
-    reg_num_uses = extend(dev.reg_num_uses, 0)
-
-    def norm(x: jnp.ndarray) -> jnp.ndarray:
-        x = x.astype(jnp.float32)
-        return x / jnp.maximum(x.max(), 1.0)
-
-    wsum = jnp.maximum(params.weight_cp + params.weight_successors, 1e-6)
-    succ_key = params.weight_successors * norm(dev.num_succs)
-    key_rp = (params.weight_cp * norm(dev.cp_unit) + succ_key) / wsum
-    key_ilp = (params.weight_cp * norm(dev.cp) + succ_key) / wsum
+    uses = _row_pad(dev.uses, R)
+    defs = _row_pad(dev.defs, R)
+    users_xor = _users_xor(uses, R + 1)
+    reg_live_out = _row_pad(dev.reg_live_out, True)
+    reg_live_in = _row_pad(dev.reg_live_in, False)
+    reg_num_uses = _row_pad(dev.reg_num_uses, 0)
 
     roots = dev.valid & (dev.num_preds == 0)
     slot = jnp.minimum(jnp.where(roots, jnp.cumsum(roots) - 1, K), K)
     init_ready = jnp.full(K + 1, N, jnp.int32).at[slot].set(jnp.arange(N, dtype=jnp.int32))
-    init_ready = init_ready.at[K].set(N)
-
     # At the start a live-in register with one use (not live-out) dies at that use.
     kills = (reg_num_uses == 1) & reg_live_in & ~reg_live_out
     target = jnp.where(kills, users_xor, N)
     init_kill = jnp.zeros((F, N + 1), jnp.int32).at[:, target].add((reg_wf * kills[:, None]).T)
     return Prepared(
-        n=dev.n,
-        succ=row_pad(dev.succ, N),
-        succ_lat=row_pad(dev.succ_lat, 0),
-        num_preds=extend(dev.num_preds, BIG),
+        n=jnp.asarray(dev.n, jnp.int32),
+        succ=_row_pad(dev.succ, N),
+        succ_lat=_row_pad(dev.succ_lat, 0),
+        num_preds=_row_pad(dev.num_preds, BIG),
         uses=uses,
         defs=defs,
-        def_wf=def_wf,
+        def_wf=reg_wf[defs].sum(axis=1).T,
         reg_wf=reg_wf,
         reg_num_uses=reg_num_uses,
         reg_users_xor=users_xor,
         reg_live_in=reg_live_in,
         reg_live_out=reg_live_out,
-        live_through=dev.live_through,
-        key_rp=extend(key_rp, 0.0),
-        key_ilp=extend(key_ilp, 0.0),
-        init_ready=init_ready,
+        live_through=jnp.asarray(dev.live_through, jnp.int32),
+        cp=_normalized(dev.cp),
+        cp_unit=_normalized(dev.cp_unit),
+        successors=_normalized(dev.num_succs),
+        init_ready=init_ready.at[K].set(N),
         init_count=roots.sum().astype(jnp.int32),
         init_kill=init_kill.at[:, N].set(0),
     )
 
 
-class AntsState(NamedTuple):
-    """Construction state of A ants (ant axis last). The ``ready*`` arrays are a structure of
-    arrays over the compact ready list; slot K is a dummy."""
+def static_key(prep: Prepared, params: ColonyParams, timed: jnp.ndarray) -> jnp.ndarray:
+    """f32[N + 1]: the static part of the guiding heuristic's key in [0, 1]: weighted critical
+    path (latency-weighted in the ILP pass, unit in the RP pass) and successor count."""
+    wsum = jnp.maximum(params.weight_cp + params.weight_successors, 1e-6)
+    cp = jnp.where(timed, prep.cp, prep.cp_unit)
+    return (params.weight_cp * cp + params.weight_successors * prep.successors) / wsum
 
-    ready: jnp.ndarray  # int32[K + 1, A]: candidate ids in slots [0, count), sentinel N after
-    ready_e: jnp.ndarray  # int32[K + 1, A]: earliest cycle of each slot's candidate
-    ready_key: jnp.ndarray  # f32[K + 1, A]: static heuristic key of each slot's candidate
-    ready_def: jnp.ndarray  # int32[F, K + 1, A]: width the candidate defines, per file
-    ready_kill: jnp.ndarray  # int32[F, K + 1, A]: width it would kill if issued now, per file
+
+class ReadyList(NamedTuple):
+    """Compact ready lists of A ants (structure of arrays; slot K is a dummy)."""
+
+    ids: jnp.ndarray  # int32[K + 1, A]: candidate ids in slots [0, count), sentinel N after
+    e: jnp.ndarray  # int32[K + 1, A]: earliest cycle of each slot's candidate
+    key: jnp.ndarray  # f32[K + 1, A]: static heuristic key of each slot's candidate
+    born: jnp.ndarray  # int32[F, K + 1, A]: width the candidate defines, per file
+    kill: jnp.ndarray  # int32[F, K + 1, A]: width it would kill if issued now, per file
     count: jnp.ndarray  # int32[A]: number of candidates
     slot_of: jnp.ndarray  # int32[N + 1, A]: ready slot of an instruction (K: not in the list)
+
+
+class AntsState(NamedTuple):
+    """Construction state of A ants (ant axis last)."""
+
+    ready: ReadyList
     preds_left: jnp.ndarray  # int32[N + 1, A]: unscheduled predecessors
     earliest: jnp.ndarray  # int32[N + 1, A]: earliest issue cycle (ILP pass; 0 in the RP pass)
     kill: jnp.ndarray  # int32[F, N + 1, A]: width an instruction would kill if issued now
@@ -180,6 +195,8 @@ class StepInputs(NamedTuple):
     rp_limit: jnp.ndarray  # int32[F]: largest RP per file within the RP cost target
     stall_budget: jnp.ndarray  # f32[]: G, the stall count of the best schedule so far (>= 1)
     timed: jnp.ndarray  # bool[]: ILP pass (latencies, stalls) vs RP pass
+    key: jnp.ndarray  # f32[N + 1]: static heuristic key (`static_key` of this pass)
+    issue_width: jnp.ndarray  # int32[]: instructions per cycle
 
 
 class AntSeeds(NamedTuple):
@@ -203,24 +220,8 @@ def uniform(seed: jnp.ndarray, step: jnp.ndarray) -> jnp.ndarray:
     return (bits >> 8).astype(jnp.float32) * jnp.float32(1.0 / (1 << 24))
 
 
-def rp_cost(peak: jnp.ndarray, lut: jnp.ndarray, target: jnp.ndarray) -> jnp.ndarray:
-    """RP cost of per-file peaks ``int32[F, ...]`` -> ``int32[...]``."""
-    F, T = lut.shape
-    idx = jnp.clip(peak, 0, T - 1)
-    occ = jnp.stack([lut[f][idx[f]] for f in range(F)]).min(axis=0)
-    return jnp.maximum(0, target - occ)
-
-
-def rp_limits(lut: jnp.ndarray, target_occupancy: jnp.ndarray, cost: jnp.ndarray) -> jnp.ndarray:
-    """int32[F]: per file, the largest RP whose cost is at most ``cost`` (the cost of a peak
-    vector is the max over files, each file's cost non-decreasing in its RP)."""
-    T = lut.shape[1]
-    ok = target_occupancy - lut <= cost  # [F, T]
-    rp = jnp.arange(T, dtype=jnp.int32)
-    return jnp.where(ok, rp, -1).max(axis=1).astype(jnp.int32)
-
-
-def init_ants(prep: Prepared, ants: int, timed: jnp.ndarray) -> AntsState:
+def init_ants(prep: Prepared, ants: int, key: jnp.ndarray) -> AntsState:
+    """Every ant at the start: roots ready, live-in registers live. ``key`` f32[N + 1]."""
     N = prep.succ.shape[0] - 1
     K = prep.init_ready.shape[0] - 1
 
@@ -230,16 +231,18 @@ def init_ants(prep: Prepared, ants: int, timed: jnp.ndarray) -> AntsState:
     live_w = (prep.reg_wf * prep.reg_live_in[:, None]).sum(axis=0).astype(jnp.int32)
     zeros = jnp.zeros(ants, jnp.int32)
     ids = prep.init_ready
-    key = jnp.where(timed, prep.key_ilp, prep.key_rp)
     slot_of = jnp.full(N + 1, K, jnp.int32).at[ids].set(jnp.arange(K + 1, dtype=jnp.int32))
-    return AntsState(
-        ready=rep(ids),
-        ready_e=jnp.zeros((K + 1, ants), jnp.int32),
-        ready_key=rep(key[ids]),
-        ready_def=rep(prep.def_wf[:, ids]),
-        ready_kill=rep(prep.init_kill[:, ids]),
+    ready = ReadyList(
+        ids=rep(ids),
+        e=jnp.zeros((K + 1, ants), jnp.int32),
+        key=rep(key[ids]),
+        born=rep(prep.def_wf[:, ids]),
+        kill=rep(prep.init_kill[:, ids]),
         count=rep(prep.init_count),
         slot_of=rep(slot_of.at[N].set(K)),
+    )
+    return AntsState(
+        ready=ready,
         preds_left=rep(prep.num_preds),
         earliest=jnp.zeros((N + 1, ants), jnp.int32),
         kill=rep(prep.init_kill),
@@ -273,6 +276,87 @@ def slot_widths(slots: int) -> tuple[int, ...]:
     return (*out, slots)
 
 
+class Candidates(NamedTuple):
+    """The first ``w`` ready slots of every ant at the decision (``[w, A]`` arrays)."""
+
+    eligible: jnp.ndarray  # bool[w, A]: may be chosen now
+    semi: jnp.ndarray  # bool[w, A]: semi-ready (choosing it means waiting)
+    wait: jnp.ndarray  # f32[w, A]: cycles to wait for it (<= 0 when ready)
+    cycle: jnp.ndarray  # int32[A]: the ant's cycle (after a necessary stall)
+    issued: jnp.ndarray  # int32[A]: instructions already issued in ``cycle``
+
+
+def _candidates(w: int, st: AntsState, seeds: AntSeeds) -> Candidates:
+    """Ready vs semi-ready in the first ``w`` slots; with nothing ready the ant stalls to the
+    first earliest cycle (a necessary stall)."""
+    slots = jnp.arange(w, dtype=jnp.int32)[:, None]
+    valid = slots < st.ready.count[None, :]
+    e = st.ready.e[:w]
+    ready_now = valid & (e <= st.cycle)
+    min_e = jnp.where(valid, e, BIG).min(axis=0)
+    stall = valid.any(axis=0) & ~ready_now.any(axis=0)  # nothing ready (and not done)
+    cycle = jnp.where(stall, jnp.maximum(st.cycle, min_e), st.cycle)
+    issued = jnp.where(cycle != st.cycle, 0, st.issued)
+    ready = valid & (e <= cycle)
+    semi = valid & ~ready
+    eligible = ready | (semi & seeds.may_stall)
+    return Candidates(eligible, semi, (e - cycle).astype(jnp.float32), cycle, issued)
+
+
+def _scores(
+    w: int, st: AntsState, c: Candidates, prep: Prepared, inp: StepInputs, params: ColonyParams
+) -> jnp.ndarray:
+    """f32[w, A]: score of each eligible slot (0 elsewhere), as in the spec:
+    ``tau[last, j] * (1 + key[j])``, damped for RP increase, RP-target overflow and stalls."""
+    kill = st.ready.kill[:, :w]  # [F, w, A]
+    born = st.ready.born[:, :w]
+    after = st.live_w[:, None, :] + born - kill + prep.live_through[:, None, None]
+    over = (after > inp.rp_limit[:, None, None]).any(axis=0)  # would break the RP target
+    raises = born.sum(axis=0) > kill.sum(axis=0)
+
+    wl = jnp.where(inp.timed, params.weight_last_use, params.weight_last_use_rp)
+    ws = params.weight_cp + params.weight_successors
+    luc = kill.sum(axis=0).astype(jnp.float32)
+    luc = luc / jnp.maximum(luc.max(axis=0), 1.0)
+    key = (st.ready.key[:w] * ws + wl * luc) / jnp.maximum(ws + wl, 1e-6)
+    score = inp.tau[st.last[None, :], st.ready.ids[:w]] * (1.0 + key)
+    calm_exists = (c.eligible & ~raises).any(axis=0)
+    score = jnp.where(raises & calm_exists, score * params.rp_damping, score)
+    safe_exists = (c.eligible & ~over).any(axis=0)
+    score = jnp.where(over & safe_exists, score * params.overflow_damping, score)
+    g = inp.stall_budget
+    taken = st.stalls.astype(jnp.float32)
+    damp_wait = jnp.where(c.wait < g, (g - 2 * c.wait) / g, 1.0 / g)
+    damp_taken = jnp.where(taken < g, (g - 2 * taken) / g, 1.0 / g)
+    score = jnp.where(c.semi, score * damp_wait * damp_taken, score)
+    return jnp.where(c.eligible, jnp.maximum(score, params.score_floor), 0.0)
+
+
+def _pick(
+    score: jnp.ndarray, eligible: jnp.ndarray, t: jnp.ndarray, q0: jnp.ndarray, seeds: AntSeeds
+) -> jnp.ndarray:
+    """int32[A]: the chosen slot per ant (K... the caller masks finished ants).
+
+    Exploit (argmax) with probability q0, else a roulette over the scores. The roulette runs on
+    integer weights (16 bits relative to the best score, at least 1), so prefix sums are exact
+    and a pick never depends on how many slots were looked at.
+    """
+    w = score.shape[0]
+    slots = jnp.arange(w, dtype=jnp.int32)[:, None]
+    exploit = uniform(seeds.coin, t) < q0
+    best = score.max(axis=0)
+    weight = jnp.where(
+        eligible, 1 + (score / jnp.maximum(best, 1e-30)[None, :] * 65535.0).astype(jnp.int32), 0
+    )
+    csum = lax.associative_scan(jnp.add, weight, axis=0)
+    r = (uniform(seeds.seed, t) * csum[-1].astype(jnp.float32)).astype(jnp.int32)
+    last_eligible = jnp.where(eligible, slots, 0).max(axis=0)
+    pick_roulette = jnp.minimum((csum <= r[None, :]).sum(axis=0), last_eligible)
+    # argmax as max + first match: XLA:CPU vectorises plain reductions, not (value, index) ones.
+    pick_best = jnp.where((score == best[None, :]) & eligible, slots, w).min(axis=0)
+    return jnp.where(exploit, pick_best, pick_roulette).astype(jnp.int32)
+
+
 def _decide(
     w: int,
     t: jnp.ndarray,
@@ -283,66 +367,179 @@ def _decide(
     seeds: AntSeeds,
 ) -> tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray]:
     """Pick a ready slot per ant, looking at the first ``w`` slots only (every ant's candidates
-    are there). Returns (slot int32[A], cycle int32[A], issued int32[A])."""
-    K = st.ready.shape[0] - 1
-    slots = jnp.arange(w, dtype=jnp.int32)[:, None]
-    cand = st.ready[:w]  # [w, A]
-    valid = slots < st.count[None, :]
+    are there). Returns (slot int32[A], K for finished ants; cycle int32[A]; issued int32[A])."""
+    K = st.ready.ids.shape[0] - 1
+    c = _candidates(w, st, seeds)
+    score = _scores(w, st, c, prep, inp, params)
+    pick = _pick(score, c.eligible, t, inp.q0, seeds)
+    return jnp.where(st.ready.count > 0, pick, K), c.cycle, c.issued
 
-    # Ready vs semi-ready; with nothing ready the ant stalls to the first earliest cycle.
-    e = st.ready_e[:w]
-    ready_now = valid & (e <= st.cycle)
-    min_e = jnp.where(valid, e, BIG).min(axis=0)
-    stall = valid.any(axis=0) & ~ready_now.any(axis=0)  # nothing ready (and not done)
-    cycle = jnp.where(stall, jnp.maximum(st.cycle, min_e), st.cycle)
-    issued = jnp.where(cycle != st.cycle, 0, st.issued)
-    ready = valid & (e <= cycle)
-    semi = valid & ~ready
-    eligible = ready | (semi & seeds.may_stall)
 
-    # Register effect: RP after issuing each candidate, per file; whether it raises RP.
-    kill = st.ready_kill[:, :w]  # [F, w, A]
-    born = st.ready_def[:, :w]
-    after = st.live_w[:, None, :] + born - kill + prep.live_through[:, None, None]
-    over = (after > inp.rp_limit[:, None, None]).any(axis=0)  # would break the RP target
-    raises = born.sum(axis=0) > kill.sum(axis=0)
+class _Issue(NamedTuple):
+    """Timing of the instruction each ant issues this step."""
 
-    # Score = tau[last, j] * eta[j], eta = 1 + key in [1, 2], damped as in the spec.
-    wl = jnp.where(inp.timed, params.weight_last_use, params.weight_last_use_rp)
-    ws = params.weight_cp + params.weight_successors
-    luc = kill.sum(axis=0).astype(jnp.float32)
-    luc = luc / jnp.maximum(luc.max(axis=0), 1.0)
-    key = (st.ready_key[:w] * ws + wl * luc) / jnp.maximum(ws + wl, 1e-6)
-    score = inp.tau[st.last[None, :], cand] * (1.0 + key)
-    calm_exists = (eligible & ~raises).any(axis=0)
-    score = jnp.where(raises & calm_exists, score * params.rp_damping, score)
-    safe_exists = (eligible & ~over).any(axis=0)
-    score = jnp.where(over & safe_exists, score * params.overflow_damping, score)
-    g = inp.stall_budget
-    wait = (e - cycle).astype(jnp.float32)
-    taken = st.stalls.astype(jnp.float32)
-    damp_wait = jnp.where(wait < g, (g - 2 * wait) / g, 1.0 / g)
-    damp_taken = jnp.where(taken < g, (g - 2 * taken) / g, 1.0 / g)
-    score = jnp.where(semi, score * damp_wait * damp_taken, score)
-    score = jnp.where(eligible, jnp.maximum(score, params.score_floor), 0.0)
+    c_j: jnp.ndarray  # int32[A]: its issue cycle
+    cycle: jnp.ndarray  # int32[A]: the ant's next cycle
+    issued: jnp.ndarray  # int32[A]: instructions issued in that cycle
+    stalls: jnp.ndarray  # int32[A]: optional stalls taken so far
 
-    # Decide: exploit (argmax) with probability q0, else a roulette over the scores. The
-    # roulette runs on integer weights (16 bits relative to the best score, at least 1), so
-    # prefix sums are exact and a pick never depends on how many slots were looked at.
-    exploit = uniform(seeds.coin, t) < inp.q0
-    best = score.max(axis=0)
-    weight = jnp.where(
-        eligible, 1 + (score / jnp.maximum(best, 1e-30)[None, :] * 65535.0).astype(jnp.int32), 0
+
+def _issue_timing(
+    active: jnp.ndarray,
+    cycle: jnp.ndarray,
+    issued: jnp.ndarray,
+    e_pick: jnp.ndarray,
+    stalls: jnp.ndarray,
+    issue_width: jnp.ndarray,
+) -> _Issue:
+    """The issue cycle (in the RP pass every earliest cycle is 0, so ``c_j = cycle``), the next
+    cycle and issue count, and optional stall cycles taken (waiting for a semi-ready pick)."""
+    e_j = jnp.where(active, e_pick, 0)
+    c_j = jnp.maximum(cycle, e_j)
+    was_semi = active & (e_j > cycle)
+    issued = jnp.where(c_j != cycle, 0, issued) + active.astype(jnp.int32)
+    full = issued >= issue_width
+    return _Issue(
+        c_j=c_j,
+        cycle=jnp.where(full, c_j + 1, c_j),
+        issued=jnp.where(full, 0, issued),
+        stalls=stalls + jnp.where(was_semi, c_j - cycle, 0),
     )
-    csum = lax.associative_scan(jnp.add, weight, axis=0)
-    r = (uniform(seeds.seed, t) * csum[-1].astype(jnp.float32)).astype(jnp.int32)
-    last_eligible = jnp.where(eligible, slots, 0).max(axis=0)
-    pick_roulette = jnp.minimum((csum <= r[None, :]).sum(axis=0), last_eligible)
-    # argmax as max + first match: XLA:CPU vectorises plain reductions, not (value, index) ones.
-    pick_best = jnp.where((score == best[None, :]) & eligible, slots, K).min(axis=0)
-    active = st.count > 0
-    pick = jnp.where(active, jnp.where(exploit, pick_best, pick_roulette), K)
-    return pick.astype(jnp.int32), cycle, issued
+
+
+class _Old(NamedTuple):
+    """Values of the old state read once, behind an optimization barrier (see `_step_at_width`)."""
+
+    moved: jnp.ndarray  # int32[A]: candidate in the last ready slot (moves into j's slot)
+    moved_e: jnp.ndarray  # int32[A]
+    moved_key: jnp.ndarray  # f32[A]
+    moved_born: jnp.ndarray  # int32[F, A]
+    moved_kill: jnp.ndarray  # int32[F, A]
+    kill_s: jnp.ndarray  # int32[F, D, A]: kill widths of j's successors
+    rem_u: jnp.ndarray  # int32[U, A]: remaining uses of j's uses
+    rem_d: jnp.ndarray  # int32[V, A]: ... of j's defs
+    xor_u: jnp.ndarray  # int32[U, A]
+    xor_d: jnp.ndarray  # int32[V, A]
+    live_u: jnp.ndarray  # bool[U, A]
+    live_d: jnp.ndarray  # bool[V, A]
+
+
+def _read_old(st: AntsState, last_slot, s, u, d, ant, a0) -> _Old:
+    r = st.ready
+    return _Old(
+        *lax.optimization_barrier(
+            (
+                r.ids[last_slot, a0],
+                r.e[last_slot, a0],
+                r.key[last_slot, a0],
+                r.born[:, last_slot, a0],
+                r.kill[:, last_slot, a0],
+                st.kill[:, s, ant],
+                st.remaining[u, ant],
+                st.remaining[d, ant],
+                st.users_xor[u, ant],
+                st.users_xor[d, ant],
+                st.live[u, ant],
+                st.live[d, ant],
+            )
+        )
+    )
+
+
+def _remove(r: ReadyList, old: _Old, pick, last_slot, j, active, a0) -> ReadyList:
+    """Remove j (slot ``pick``) from the ready lists: the last candidate moves into its slot."""
+    N = r.slot_of.shape[0] - 1
+    K = r.ids.shape[0] - 1
+
+    def swap(arr: jnp.ndarray, moved_val: jnp.ndarray, fill) -> jnp.ndarray:
+        if arr.ndim == 3:
+            return arr.at[:, pick, a0].set(moved_val).at[:, last_slot, a0].set(fill)
+        return arr.at[pick, a0].set(moved_val).at[last_slot, a0].set(fill)
+
+    return ReadyList(
+        ids=swap(r.ids, old.moved, N),
+        e=swap(r.e, old.moved_e, 0),
+        key=swap(r.key, old.moved_key, 0.0),
+        born=swap(r.born, old.moved_born, 0),
+        kill=swap(r.kill, old.moved_kill, 0),
+        count=r.count - active.astype(jnp.int32),
+        slot_of=r.slot_of.at[old.moved, a0].set(pick).at[j, a0].set(K),
+    )
+
+
+def _release(
+    r: ReadyList, st: AntsState, prep: Prepared, inp: StepInputs, j, c_j, s, kill_s, ant
+) -> tuple[ReadyList, jnp.ndarray, jnp.ndarray]:
+    """Release j's successors ``s`` [D, A]; newly free ones enter the ready lists.
+    Returns (ready lists, preds_left, earliest)."""
+    N = prep.succ.shape[0] - 1
+    K = r.ids.shape[0] - 1
+    lat = jnp.where(inp.timed, prep.succ_lat[j].T, 0)
+    preds_left = st.preds_left.at[s, ant].add(-1)
+    new = (preds_left[s, ant] == 0) & (s != N)
+    earliest = st.earliest.at[s, ant].max(c_j[None, :] + lat)
+    pos = jnp.minimum(jnp.where(new, r.count[None, :] + jnp.cumsum(new, axis=0) - 1, K), K)
+    s_new = jnp.where(new, s, N)
+    r = ReadyList(
+        ids=r.ids.at[pos, ant].set(s_new).at[K].set(N),
+        e=r.e.at[pos, ant].set(earliest[s, ant]),
+        key=r.key.at[pos, ant].set(inp.key[s]),
+        born=r.born.at[:, pos, ant].set(prep.def_wf[:, s]),
+        kill=r.kill.at[:, pos, ant].set(kill_s),
+        count=r.count + new.sum(axis=0).astype(jnp.int32),
+        slot_of=r.slot_of.at[s_new, ant].set(pos).at[N].set(K),
+    )
+    return r, preds_left, earliest
+
+
+class _Regs(NamedTuple):
+    remaining: jnp.ndarray  # int32[R + 1, A]
+    users_xor: jnp.ndarray  # int32[R + 1, A]
+    live: jnp.ndarray  # bool[R + 1, A]
+    live_w: jnp.ndarray  # int32[F, A]
+    peak: jnp.ndarray  # int32[F, A]
+    kill: jnp.ndarray  # int32[F, N + 1, A]
+    ready_kill: jnp.ndarray  # int32[F, K + 1, A]
+
+
+def _registers(st: AntsState, r: ReadyList, prep: Prepared, old: _Old, j, u, d, ant) -> _Regs:
+    """Issue j's registers: uses first (last uses die), then defs are born, the peak is
+    recorded, then dead defs die; then the last-use bookkeeping (a live register with one use
+    left is killed by that last user: its kill width grows, in its ready slot too)."""
+    N = prep.succ.shape[0] - 1
+    R = prep.reg_wf.shape[0] - 1
+    K = r.ids.shape[0] - 1
+    # A register both used and defined by j sees the effect of the use on its def.
+    same = (d[:, None, :] == u[None, :, :]) & (d[:, None, :] != R)  # [V, U, A]
+    rem_u = old.rem_u - 1
+    out_u = prep.reg_live_out[u]
+    die = (rem_u == 0) & old.live_u & ~out_u
+    rem_d = old.rem_d - same.any(axis=1)
+    live_d = old.live_d & ~(same & die[None]).any(axis=1)
+    xor_u = old.xor_u ^ j[None, :]
+    xor_d = jnp.where(same.any(axis=1), old.xor_d ^ j[None, :], old.xor_d)
+    born = ~live_d & (d != R)
+    dead_def = (rem_d == 0) & (live_d | born) & ~prep.reg_live_out[d]
+    live_w = st.live_w - _per_file(prep.reg_wf, u, die) + _per_file(prep.reg_wf, d, born)
+    peak = jnp.maximum(st.peak, live_w + prep.live_through[:, None])
+    live_w = live_w - _per_file(prep.reg_wf, d, dead_def)
+
+    k_user = jnp.concatenate(
+        [
+            jnp.where((rem_u == 1) & old.live_u & ~out_u, xor_u, N),
+            jnp.where((rem_d == 1) & born & ~prep.reg_live_out[d], xor_d, N),
+        ]
+    )  # [U + V, A]
+    k_width = jnp.concatenate([prep.reg_wf[u], prep.reg_wf[d]]).transpose(2, 0, 1)
+    return _Regs(
+        remaining=st.remaining.at[u, ant].set(rem_u),
+        users_xor=st.users_xor.at[u, ant].set(xor_u),
+        live=st.live.at[u, ant].set(old.live_u & ~die).at[d, ant].set((live_d | born) & ~dead_def),
+        live_w=live_w,
+        peak=peak,
+        kill=st.kill.at[:, k_user, ant].add(k_width).at[:, N].set(0),
+        ready_kill=r.kill.at[:, r.slot_of[k_user, ant], ant].add(k_width).at[:, K].set(0),
+    )
 
 
 def ants_step(
@@ -353,7 +550,6 @@ def ants_step(
     params: ColonyParams,
     seeds: AntSeeds,
     *,
-    issue_width: int,
     batch_axis: str | None = None,
 ) -> AntsState:
     """Every ant schedules one instruction (or nothing once its region is done).
@@ -363,16 +559,14 @@ def ants_step(
     ``batch_axis`` that count is maximised over regions too, so the switch index stays unbatched
     and only one branch runs.
     """
-    K = st.ready.shape[0] - 1
+    K = st.ready.ids.shape[0] - 1
     widths = slot_widths(K)
-    most = st.count.max()
+    most = st.ready.count.max()
     if batch_axis is not None:
         most = lax.pmax(most, batch_axis)
     branch = jnp.searchsorted(jnp.array(widths, jnp.int32), most).astype(jnp.int32)
     branch = jnp.minimum(branch, len(widths) - 1)
-    step = partial(
-        _step_at_width, t=t, prep=prep, inp=inp, params=params, seeds=seeds, issue_width=issue_width
-    )
+    step = partial(_step_at_width, t=t, prep=prep, inp=inp, params=params, seeds=seeds)
     return lax.switch(branch, [partial(step, w) for w in widths], st)
 
 
@@ -385,151 +579,43 @@ def _step_at_width(
     inp: StepInputs,
     params: ColonyParams,
     seeds: AntSeeds,
-    issue_width: int,
 ) -> AntsState:
-    """`ants_step` with the decision over the first ``w`` ready slots."""
-    N = prep.succ.shape[0] - 1
-    R = prep.reg_wf.shape[0] - 1
-    K = st.ready.shape[0] - 1
-    ant = jnp.arange(st.count.shape[0], dtype=jnp.int32)[None, :]
+    """`ants_step` with the decision over the first ``w`` ready slots.
+
+    The decision and every read of the old state happen behind optimization barriers; the rest
+    of the step only scatters into state arrays. XLA then updates them in place instead of
+    copying whole arrays that are read and written in the same step.
+    """
+    K = st.ready.ids.shape[0] - 1
+    ant = jnp.arange(st.last.shape[0], dtype=jnp.int32)[None, :]
     a0 = ant[0]
     pick, cycle, issued = _decide(w, t, st, prep, inp, params, seeds)
-    active = st.count > 0
-    # The decision and every read of the old state happen behind optimization barriers; the
-    # rest of the step only scatters into state arrays. XLA then updates them in place instead
-    # of copying whole arrays that are read and written in the same step.
+    active = st.ready.count > 0
     pick, cycle, issued, j, e_pick = lax.optimization_barrier(
-        (pick, cycle, issued, st.ready[pick, a0], st.ready_e[pick, a0])
+        (pick, cycle, issued, st.ready.ids[pick, a0], st.ready.e[pick, a0])
     )  # j: [A], N when inactive
-
-    # Issue cycle (in the RP pass every earliest cycle is 0, so c_j = cycle).
-    e_j = jnp.where(active, e_pick, 0)
-    c_j = jnp.maximum(cycle, e_j)
-    was_semi = active & (e_j > cycle)
-    issued = jnp.where(c_j != cycle, 0, issued) + active.astype(jnp.int32)
-    full = issued >= issue_width
-    next_cycle = jnp.where(full, c_j + 1, c_j)
-    next_issued = jnp.where(full, 0, issued)
-    stalls = st.stalls + jnp.where(was_semi, c_j - cycle, 0)
-
-    last_slot = jnp.where(active, st.count - 1, K)
-    s = prep.succ[j].T  # [D, A]
-    u = prep.uses[j].T  # [U, A]
-    d = prep.defs[j].T  # [V, A]
-    old = lax.optimization_barrier(
-        (
-            st.ready[last_slot, a0],
-            st.ready_e[last_slot, a0],
-            st.ready_key[last_slot, a0],
-            st.ready_def[:, last_slot, a0],
-            st.ready_kill[:, last_slot, a0],
-            st.kill[:, s, ant],
-            st.remaining[u, ant],
-            st.remaining[d, ant],
-            st.users_xor[u, ant],
-            st.users_xor[d, ant],
-            st.live[u, ant],
-            st.live[d, ant],
-        )
-    )
-    (
-        moved,
-        moved_e,
-        moved_key,
-        moved_def,
-        moved_kill,
-        kill_s,
-        rem_u0,
-        rem_d0,
-        xor_u0,
-        xor_d0,
-        live_u,
-        live_d0,
-    ) = old
-
-    # Remove j from the ready list: the last candidate moves into its slot.
-    def swap_remove(arr: jnp.ndarray, moved_val: jnp.ndarray, fill) -> jnp.ndarray:
-        if arr.ndim == 3:
-            return arr.at[:, pick, a0].set(moved_val).at[:, last_slot, a0].set(fill)
-        return arr.at[pick, a0].set(moved_val).at[last_slot, a0].set(fill)
-
-    ready_ids = swap_remove(st.ready, moved, N)
-    ready_e = swap_remove(st.ready_e, moved_e, 0)
-    ready_key = swap_remove(st.ready_key, moved_key, 0.0)
-    ready_def = swap_remove(st.ready_def, moved_def, 0)
-    ready_kill = swap_remove(st.ready_kill, moved_kill, 0)
-    slot_of = st.slot_of.at[moved, a0].set(pick).at[j, a0].set(K)
-    count = st.count - active.astype(jnp.int32)
-
-    # Release successors; newly free ones enter the ready list.
-    lat = jnp.where(inp.timed, prep.succ_lat[j].T, 0)
-    preds_left = st.preds_left.at[s, ant].add(-1)
-    new = (preds_left[s, ant] == 0) & (s != N)
-    earliest = st.earliest.at[s, ant].max(c_j[None, :] + lat)
-    pos = jnp.minimum(jnp.where(new, count[None, :] + jnp.cumsum(new, axis=0) - 1, K), K)
-    s_new = jnp.where(new, s, N)
-    ready_ids = ready_ids.at[pos, ant].set(s_new).at[K].set(N)
-    ready_e = ready_e.at[pos, ant].set(earliest[s, ant])
-    key_table = jnp.where(inp.timed, prep.key_ilp, prep.key_rp)
-    ready_key = ready_key.at[pos, ant].set(key_table[s])
-    ready_def = ready_def.at[:, pos, ant].set(prep.def_wf[:, s])
-    ready_kill = ready_kill.at[:, pos, ant].set(kill_s)
-    slot_of = slot_of.at[s_new, ant].set(pos).at[N].set(K)
-    count = count + new.sum(axis=0).astype(jnp.int32)
-
-    # Registers: uses first (last uses die), then defs are born, peak, then dead defs die.
-    # A register both used and defined by j sees the effect of the use on its def.
-    same = (d[:, None, :] == u[None, :, :]) & (d[:, None, :] != R)  # [V, U, A]
-    rem_u = rem_u0 - 1
-    out_u = prep.reg_live_out[u]
-    die = (rem_u == 0) & live_u & ~out_u
-    rem_d = rem_d0 - same.any(axis=1)
-    live_d = live_d0 & ~(same & die[None]).any(axis=1)
-    xor_u = xor_u0 ^ j[None, :]
-    xor_d = jnp.where(same.any(axis=1), xor_d0 ^ j[None, :], xor_d0)
-    born = ~live_d & (d != R)
-    dead_def = (rem_d == 0) & (live_d | born) & ~prep.reg_live_out[d]
-    remaining = st.remaining.at[u, ant].set(rem_u)
-    users_xor = st.users_xor.at[u, ant].set(xor_u)
-    live = st.live.at[u, ant].set(live_u & ~die).at[d, ant].set((live_d | born) & ~dead_def)
-    live_w = st.live_w - _per_file(prep.reg_wf, u, die) + _per_file(prep.reg_wf, d, born)
-    peak = jnp.maximum(st.peak, live_w + prep.live_through[:, None])
-    live_w = live_w - _per_file(prep.reg_wf, d, dead_def)
-
-    # Last-use bookkeeping: a live register with one use left is killed by that last user;
-    # its kill width grows, in its ready slot too when it is already a candidate.
-    k_user = jnp.concatenate(
-        [
-            jnp.where((rem_u == 1) & live_u & ~out_u, xor_u, N),
-            jnp.where((rem_d == 1) & born & ~prep.reg_live_out[d], xor_d, N),
-        ]
-    )  # [U + V, A]
-    k_width = jnp.concatenate([prep.reg_wf[u], prep.reg_wf[d]]).transpose(2, 0, 1)
-    kill = st.kill.at[:, k_user, ant].add(k_width).at[:, N].set(0)
-    ready_kill = ready_kill.at[:, slot_of[k_user, ant], ant].add(k_width).at[:, K].set(0)
-
-    dead = st.dead | (peak > inp.rp_limit[:, None]).any(axis=0)
+    timing = _issue_timing(active, cycle, issued, e_pick, st.stalls, inp.issue_width)
+    last_slot = jnp.where(active, st.ready.count - 1, K)
+    s, u, d = prep.succ[j].T, prep.uses[j].T, prep.defs[j].T  # [D, A], [U, A], [V, A]
+    old = _read_old(st, last_slot, s, u, d, ant, a0)
+    ready = _remove(st.ready, old, pick, last_slot, j, active, a0)
+    ready, preds_left, earliest = _release(ready, st, prep, inp, j, timing.c_j, s, old.kill_s, ant)
+    regs = _registers(st, ready, prep, old, j, u, d, ant)
     return AntsState(
-        ready=ready_ids,
-        ready_e=ready_e,
-        ready_key=ready_key,
-        ready_def=ready_def,
-        ready_kill=ready_kill,
-        count=count,
-        slot_of=slot_of,
+        ready=ready._replace(kill=regs.ready_kill),
         preds_left=preds_left,
         earliest=earliest,
-        kill=kill,
-        remaining=remaining,
-        users_xor=users_xor,
-        live=live,
-        live_w=live_w,
-        peak=peak,
+        kill=regs.kill,
+        remaining=regs.remaining,
+        users_xor=regs.users_xor,
+        live=regs.live,
+        live_w=regs.live_w,
+        peak=regs.peak,
         last=jnp.where(active, j, st.last),
-        cycle=next_cycle,
-        issued=next_issued,
-        stalls=stalls,
-        dead=dead,
+        cycle=timing.cycle,
+        issued=timing.issued,
+        stalls=timing.stalls,
+        dead=st.dead | (regs.peak > inp.rp_limit[:, None]).any(axis=0),
         order=st.order.at[t].set(j),
     )
 
@@ -567,7 +653,6 @@ def construct_ants(
     wavefronts: int,
     wavefront_size: int,
     uniform_exploration: jnp.ndarray | bool,
-    issue_width: int,
     batch_axis: str | None = None,
 ) -> AntResults:
     """All ants of one region build a schedule each.
@@ -586,11 +671,9 @@ def construct_ants(
     ants = wavefronts * wavefront_size
 
     def body(t: jnp.ndarray, st: AntsState) -> AntsState:
-        return ants_step(
-            t, st, prep, inp, params, seeds, issue_width=issue_width, batch_axis=batch_axis
-        )
+        return ants_step(t, st, prep, inp, params, seeds, batch_axis=batch_axis)
 
-    st = lax.fori_loop(0, num_steps, body, init_ants(prep, ants, inp.timed))
+    st = lax.fori_loop(0, num_steps, body, init_ants(prep, ants, inp.key))
     length = jnp.where(st.issued > 0, st.cycle + 1, st.cycle)
     return AntResults(
         order=st.order.T, peak=st.peak.T, length=length, stalls=st.stalls, dead=st.dead

@@ -1,7 +1,8 @@
 """Colony configuration: static shapes and counts apart from tunable parameters.
 
 `ColonyConfig` is static (hashable; changing it recompiles). `ColonyParams` is a pytree of
-float32 scalars: change it freely (no recompilation), tune it with optax, or vmap over it.
+float32 scalars: change it freely (no recompilation) or `vmap` over a stacked copy to run several
+settings in one call.
 """
 
 from __future__ import annotations
@@ -11,10 +12,12 @@ from typing import NamedTuple
 
 import jax.numpy as jnp
 
+from jaxsched.errors import InputError
+
 
 @dataclass(frozen=True)
 class ColonyConfig:
-    """Static configuration.
+    """Static configuration (changing it recompiles).
 
     Attributes:
       wavefronts: number of wavefronts (ant groups) per iteration.
@@ -31,10 +34,10 @@ class ColonyConfig:
     uniform_exploration_ilp: bool = False
 
     def __post_init__(self) -> None:
-        if self.wavefronts < 1 or self.wavefront_size < 1:
-            raise ValueError("ColonyConfig: wavefronts and wavefront_size must be >= 1")
-        if self.max_iterations < 1:
-            raise ValueError("ColonyConfig: max_iterations must be >= 1")
+        for name in ("wavefronts", "wavefront_size", "max_iterations"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InputError(f"ColonyConfig.{name} must be an int >= 1, got {value!r}")
 
     @property
     def ants(self) -> int:
@@ -42,9 +45,10 @@ class ColonyConfig:
 
 
 class ColonyParams(NamedTuple):
-    """Tunable parameters (float32 scalars; a pytree).
+    """Tunable parameters (float32 scalars; a pytree). Defaults: `default_params`.
 
-    Defaults are the published implementation's values (see the spec).
+    The first group are the spec's values; the last three are the driver's filters (integers
+    kept as floats so the whole pytree is one dtype).
     """
 
     explore_scale: jnp.ndarray  # f32[]: q0 = max(0, 1 - explore_scale / n)
@@ -66,39 +70,54 @@ class ColonyParams(NamedTuple):
     weight_last_use_rp: jnp.ndarray  # f32[]: the same in the RP pass (its guiding heuristic
     #                                  is LUC-then-CP, as the list scheduler's RP priority)
     score_floor: jnp.ndarray  # f32[]: minimum score of an eligible candidate (1e-7)
+    cycle_threshold: jnp.ndarray  # f32[]: skip the ILP pass when its start is within this many
+    #                               cycles of the length bound (21; -1: never skip)
+    occ_gain: jnp.ndarray  # f32[]: revert filter: keep the shortest start when the colony gained
+    max_len_loss: jnp.ndarray  # f32[]: at most occ_gain occupancy (3) but lost more than
+    #                            max_len_loss cycles (63); occ_gain 0 turns the filter off
+
+
+#: The spec's defaults (and the driver's filter values).
+DEFAULTS = dict(
+    explore_scale=5.0,
+    decay=0.8,
+    deposit_scale=5.0,
+    deposit_base=1.0,
+    deposit_ref=1.5,
+    tau_min=1.0,
+    tau_max=8.0,
+    rp_damping=0.9,
+    overflow_damping=0.0,
+    stall_fraction=0.25,
+    stall_budget_factor=1.2,
+    weight_cp=1.0,
+    weight_successors=0.0,
+    weight_last_use=0.0,
+    weight_last_use_rp=4.0,
+    score_floor=1e-7,
+    cycle_threshold=21.0,
+    occ_gain=3.0,
+    max_len_loss=63.0,
+)
+
+#: Filter values that turn both filters off (``schedule(..., filters=False)``).
+NO_FILTERS = dict(cycle_threshold=-1.0, occ_gain=0.0)
 
 
 def default_params(**overrides: float) -> ColonyParams:
-    """The spec's defaults; keyword overrides by field name."""
-    values = dict(
-        explore_scale=5.0,
-        decay=0.8,
-        deposit_scale=5.0,
-        deposit_base=1.0,
-        deposit_ref=1.5,
-        tau_min=1.0,
-        tau_max=8.0,
-        rp_damping=0.9,
-        overflow_damping=0.0,
-        stall_fraction=0.25,
-        stall_budget_factor=1.2,
-        weight_cp=1.0,
-        weight_successors=0.0,
-        weight_last_use=0.0,
-        weight_last_use_rp=4.0,
-        score_floor=1e-7,
-    )
-    unknown = set(overrides) - set(values)
+    """The defaults (`DEFAULTS`); keyword overrides by field name."""
+    unknown = set(overrides) - set(DEFAULTS)
     if unknown:
-        raise ValueError(
+        raise InputError(
             f"unknown colony parameters {sorted(unknown)} "
             f"(known: {', '.join(ColonyParams._fields)})"
         )
-    values.update(overrides)
+    values = {**DEFAULTS, **overrides}
     return ColonyParams(**{k: jnp.float32(v) for k, v in values.items()})
 
 
-def no_improvement_limit(n: int) -> int:
-    """Iterations without improvement before a pass stops: 1, 2, 3, 3 for n < 50, < 100, < 1000
-    and larger."""
-    return 1 if n < 50 else 2 if n < 100 else 3
+def no_improvement_limit(n: jnp.ndarray) -> jnp.ndarray:
+    """int32[...]: iterations without improvement before a pass stops: 1, 2, 3, 3 for n < 50,
+    < 100, < 1000 and larger (traceable)."""
+    n = jnp.asarray(n)
+    return jnp.where(n < 50, 1, jnp.where(n < 100, 2, 3)).astype(jnp.int32)

@@ -10,7 +10,7 @@ import numpy as np
 
 from jaxsched.exact.expand import Nodes, Params, expand
 from jaxsched.exact.search import ExactError
-from jaxsched.exact.tables import NEG, build_tables, live_after, rp_limits
+from jaxsched.exact.tables import NEG, build_tables, live_after, rp_limit
 from jaxsched.machines.model import Machine
 from jaxsched.problem.region import Region
 
@@ -127,12 +127,7 @@ def prefix_bound(
 def _children_min(region, machine, tables, parent_prefix, objective, rp_target, only=None):
     w = machine.issue_width if objective == "length" else 1
     nodes = _replay(region, machine, parent_prefix, w, tables)
-    big = np.iinfo(np.int32).max // 4
-    limit = (
-        rp_limits(machine, rp_target)
-        if objective == "length" and rp_target is not None
-        else np.full(machine.num_files, big, np.int32)
-    )
+    limit = rp_limit(machine, rp_target if objective == "length" else None)
     params = Params(
         issue_width=jnp.int32(w),
         rp_limit=jnp.asarray(limit, jnp.int32),

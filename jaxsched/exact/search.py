@@ -48,11 +48,11 @@ from jaxsched.exact.tables import (
     Tables,
     build_tables,
     check_order,
-    greedy_cycles,
     order_from_cycles,
     order_peaks,
-    rp_limits,
+    rp_limit,
 )
+from jaxsched.heuristics.list_scheduler import issue_cycles
 from jaxsched.machines.model import Machine
 from jaxsched.problem.padded import next_pow2
 from jaxsched.problem.region import Region
@@ -222,19 +222,15 @@ def solve_exact(
     t_np = build_tables(region, machine)
     n = len(region)
     w = machine.issue_width if objective == "length" else 1
-    big = np.iinfo(np.int32).max // 4
-    limit = (
-        rp_limits(machine, int(rp_target))
-        if objective == "length" and rp_target is not None
-        else np.full(machine.num_files, big, np.int32)
-    )
+    limit = rp_limit(machine, rp_target if objective == "length" else None)
+    big = np.iinfo(np.int32).max // 4  # the lower bound of an infeasible length search
 
     def finish_cycles(order: np.ndarray) -> np.ndarray:
         if objective == "rp":
             cyc = np.empty(n, np.int64)
             cyc[order] = np.arange(n)
             return cyc
-        return greedy_cycles(region, order, w)
+        return issue_cycles(region, order, w)
 
     best_order: np.ndarray | None = None
     best_key: tuple[int, ...] | None = None

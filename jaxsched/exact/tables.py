@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from jaxsched.machines.model import Machine
+from jaxsched.machines.model import RP_UNLIMITED, Machine, rp_limits
 from jaxsched.problem.padded import bucket_size, next_pow2
 from jaxsched.problem.region import Region
 
@@ -126,26 +126,6 @@ def order_peaks(t: Tables, order: np.ndarray) -> np.ndarray:
     return peak.astype(np.int64)
 
 
-def greedy_cycles(region: Region, order: np.ndarray, issue_width: int) -> np.ndarray:
-    """int64[n]: each instruction of ``order`` at its earliest cycle, cycles non-decreasing.
-
-    No schedule issuing in this order is shorter (the exact search enumerates orders and times
-    them this way).
-    """
-    n = len(region)
-    est = np.zeros(n, np.int64)
-    cycles = np.zeros(n, np.int64)
-    slot = 0  # next free issue slot: cycle * issue_width + instructions already in that cycle
-    succ = region.successors()
-    for j in order:
-        t = max(slot // issue_width, int(est[j]))
-        slot = max(slot, t * issue_width) + 1
-        cycles[j] = t
-        for k, w in succ[j]:
-            est[k] = max(est[k], t + w)
-    return cycles
-
-
 def check_order(region: Region, order: np.ndarray | list[int], label: str) -> np.ndarray:
     """int64[n]: ``order`` validated as a topological permutation; `ValueError` naming ``label``."""
     n = len(region)
@@ -182,19 +162,10 @@ def order_from_cycles(region: Region, cycles: np.ndarray | list[int], label: str
     return check_order(region, order, label)
 
 
-def rp_limits(machine: Machine, rp_target: int) -> np.ndarray:
-    """int32[F]: the largest per-file peaks with ``machine.rp_cost(peaks) <= rp_target``.
-
-    Occupancy is the minimum over files of a non-increasing step function, so the cost target is
-    a per-file box. A file whose table cannot reach the needed occupancy gets limit -1.
-    """
-    need = machine.target_occupancy - rp_target
+def rp_limit(machine: Machine, rp_target: int | None) -> np.ndarray:
+    """int32[F]: per-file peak limits of the RP cost target (`jaxsched.machines.rp_limits`);
+    ``RP_UNLIMITED`` everywhere when there is no target."""
+    if rp_target is None:
+        return np.full(machine.num_files, RP_UNLIMITED, np.int32)
     lut = machine.occupancy_lut
-    out = np.full(machine.num_files, -1, np.int32)
-    for f in range(machine.num_files):
-        ok = np.flatnonzero(lut[f] >= need)
-        if ok.size:
-            last = int(ok.max())
-            # The last LUT column stands for every larger RP (overflow occupancy).
-            out[f] = np.iinfo(np.int32).max // 4 if last == lut.shape[1] - 1 else last
-    return out
+    return np.asarray(rp_limits(lut, machine.target_occupancy, int(rp_target)), np.int32)

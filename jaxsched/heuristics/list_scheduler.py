@@ -47,6 +47,7 @@ __all__ = [
     "HostSchedule",
     "ListSchedule",
     "heuristic_schedule",
+    "issue_cycles",
     "list_schedule",
     "list_schedule_batch",
     "list_schedule_jit",
@@ -409,12 +410,12 @@ def stall_schedule(
     Args:
       dev: one `DeviceRegion`.
       order: int32[N]: a topological order of the real instructions, then padding ``N``.
-      issue_width: static; instructions per cycle.
+      issue_width: instructions per cycle (an int, or a traced int32[]).
 
     Returns:
       ``(cycles int32[N] per instruction (padding 0), length int32[])``.
     """
-    iw = _check_issue_width(issue_width)
+    iw = issue_width if isinstance(issue_width, jax.Array) else _check_issue_width(issue_width)
     t = _tables(dev)
     N = dev.valid.shape[0]
     order = jnp.asarray(order, jnp.int32)
@@ -439,6 +440,27 @@ def stall_schedule(
     cycles, _, _ = lax.fori_loop(0, N, step, init)
     cycles = jnp.where(t.valid[:N], cycles[:N], 0)
     return cycles, jnp.max(cycles) + 1
+
+
+def issue_cycles(
+    region: Region, order: Sequence[int] | np.ndarray, issue_width: int = 1
+) -> np.ndarray:
+    """int64[n]: `stall_schedule` on the host: each instruction of ``order`` (a topological order
+    of the region) at the earliest cycle no earlier than the previous one's that meets every
+    incoming latency and has a free issue slot. No schedule issuing in this order is shorter."""
+    iw = _check_issue_width(issue_width)
+    n = len(region)
+    est = np.zeros(n, np.int64)
+    cycles = np.zeros(n, np.int64)
+    slot = 0  # next free issue slot: cycle * issue_width + instructions already in that cycle
+    succ = region.successors()
+    for j in order:
+        t = max(slot // iw, int(est[j]))
+        slot = max(slot, t * iw) + 1
+        cycles[j] = t
+        for k, lat in succ[j]:
+            est[k] = max(est[k], t + lat)
+    return cycles
 
 
 def order_peak_rp(dev: DeviceRegion, order: jax.Array) -> jax.Array:

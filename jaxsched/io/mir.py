@@ -27,7 +27,6 @@ from jaxsched.io.mir_parse import MirError, MirModule, read_mir
 from jaxsched.io.mir_regions import MirRegion, extract_regions
 from jaxsched.io.mir_write import OrderError, check_order, write_mir
 from jaxsched.machines.model import Machine
-from jaxsched.problem.region import Region
 
 __all__ = [
     "AsmStats",
@@ -41,7 +40,6 @@ __all__ = [
     "compare",
     "extract_regions",
     "find_llc",
-    "list_schedule",
     "ll_to_asm",
     "ll_to_mir",
     "llvm_orders",
@@ -164,22 +162,6 @@ def asm_stats(asm: str) -> dict[str, AsmStats]:
 
 
 # ---------------------------------------------------------------------- scheduling
-def list_schedule(region: Region, order: Sequence[int], issue_width: int = 1) -> list[int]:
-    """Issue cycles of ``order`` placed greedily in sequence (latencies respected)."""
-    pred = region.predecessors()
-    cycles = [0] * len(region)
-    last = -1
-    used: dict[int, int] = {}
-    for i in order:
-        c = max([last] + [cycles[j] + lat for j, lat in pred[i]] + [0])
-        while used.get(c, 0) >= issue_width:
-            c += 1
-        cycles[i] = c
-        used[c] = used.get(c, 0) + 1
-        last = c
-    return cycles
-
-
 def schedule_orders(
     module: MirModule | Sequence[MirRegion],
     machine: Machine,

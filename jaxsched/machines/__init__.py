@@ -2,7 +2,9 @@
 
 from jaxsched.machines.model import (
     PRESETS,
+    RP_UNLIMITED,
     Machine,
+    MachineArrays,
     RegisterFile,
     aprp_jax,
     generic,
@@ -10,11 +12,14 @@ from jaxsched.machines.model import (
     gfx906,
     occupancy_jax,
     rp_cost_jax,
+    rp_limits,
 )
 
 __all__ = [
     "PRESETS",
+    "RP_UNLIMITED",
     "Machine",
+    "MachineArrays",
     "RegisterFile",
     "aprp_jax",
     "generic",
@@ -22,4 +27,5 @@ __all__ = [
     "gfx906",
     "occupancy_jax",
     "rp_cost_jax",
+    "rp_limits",
 ]

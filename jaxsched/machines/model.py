@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import jax.numpy as jnp
 import numpy as np
+
+from jaxsched.errors import InputError
 
 
 @dataclass(frozen=True)
@@ -126,6 +129,14 @@ class Machine:
         """int32[F, T] adjusted peak RP by (file, peak RP), RP clipped to ``T - 1``."""
         return self._aprp
 
+    def arrays(self) -> MachineArrays:
+        """The machine as a pytree of arrays (what the jitted solvers take)."""
+        return MachineArrays(
+            lut=jnp.asarray(self._lut),
+            target_occupancy=jnp.int32(self.target_occupancy),
+            issue_width=jnp.int32(self.issue_width),
+        )
+
     def occupancy(self, peaks: tuple[int, ...] | list[int] | np.ndarray) -> int:
         """Occupancy of per-file peak RPs (plain Python, min over files)."""
         return min(f.occupancy(int(p)) for f, p in zip(self.files, peaks, strict=True))
@@ -133,6 +144,38 @@ class Machine:
     def rp_cost(self, peaks: tuple[int, ...] | list[int] | np.ndarray) -> int:
         """``max(0, target_occupancy - occupancy(peaks))``: 0 is best."""
         return max(0, self.target_occupancy - self.occupancy(peaks))
+
+
+class MachineArrays(NamedTuple):
+    """A `Machine` as arrays: a pytree the jitted solvers take (`Machine.arrays`).
+
+    Changing a value (another machine with tables of the same size) never recompiles.
+    """
+
+    lut: jnp.ndarray  # int32[F, T]: occupancy by (file, peak RP); column T - 1 stands for every
+    #                   larger RP (the file's overflow occupancy)
+    target_occupancy: jnp.ndarray  # int32[]: RP cost 0 at this occupancy
+    issue_width: jnp.ndarray  # int32[]: instructions issued per cycle
+
+
+#: A per-file RP limit meaning "any RP": larger than any reachable pressure.
+RP_UNLIMITED = 2**30
+
+
+def rp_limits(lut: jnp.ndarray, target_occupancy: jnp.ndarray, cost: jnp.ndarray) -> jnp.ndarray:
+    """int32[F]: per file, the largest peak RP whose RP cost is at most ``cost``.
+
+    The RP cost of per-file peaks is ``max(0, target - min_f occupancy_f(peak_f))`` with every
+    occupancy non-increasing in RP, so "cost <= c" is a per-file box: ``peak_f <= limit_f``.
+    ``RP_UNLIMITED`` where even the overflow occupancy (last column) is within the cost; -1 where
+    no RP is. Traceable; works on NumPy inputs too.
+    """
+    lut = jnp.asarray(lut)
+    T = lut.shape[1]
+    ok = jnp.asarray(target_occupancy) - lut <= jnp.asarray(cost)  # [F, T]
+    rp = jnp.arange(T, dtype=jnp.int32)
+    last = jnp.where(ok, rp, -1).max(axis=1)
+    return jnp.where(ok[:, T - 1], RP_UNLIMITED, last).astype(jnp.int32)
 
 
 def occupancy_jax(peaks: jnp.ndarray, lut: jnp.ndarray) -> jnp.ndarray:
@@ -225,8 +268,8 @@ PRESETS = {"gfx906": gfx906, "generic": generic}
 
 
 def get_machine(name: str) -> Machine:
-    """A preset by name (``gfx906``, ``generic``); raises ``ValueError`` listing presets."""
+    """A preset by name (``gfx906``, ``generic``); raises `InputError` listing presets."""
     try:
         return PRESETS[name]()
     except KeyError:
-        raise ValueError(f"unknown machine {name!r} (presets: {', '.join(PRESETS)})") from None
+        raise InputError(f"unknown machine {name!r} (presets: {', '.join(PRESETS)})") from None

@@ -1,0 +1,352 @@
+"""The colony as pure device functions: `init`, `step`, `solve`, `solution`.
+
+A state machine per region of a `ColonyProblem` (batch axis B), all on device:
+
+* ``init``: each region's RP pass starts from its best allowed start by (RP cost, length);
+* ``step``: one iteration of every region's current pass (all ants of all regions at once);
+  a region whose pass ends moves on: after the RP pass its ILP pass starts from the shortest
+  candidate meeting the RP pass's cost, with the stall budget G; after the ILP pass it is done;
+* ``solution``: the filters and the revert rule pick each region's result, never worse than
+  its input order;
+* ``solve``: ``init``, ``step`` until every region is done, ``solution``.
+
+Passes that cannot improve are skipped (the start meets the pass's lower bound, the exact search
+proved the start optimal, or with the cycle threshold the ILP start is close to its bound).
+Everything is `jit`-, `vmap`- (e.g. over stacked `ColonyParams`) and `scan`-compatible; a region's
+result does not depend on the other regions of the batch.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from jaxsched.colony.construct import BIG
+from jaxsched.colony.iteration import PassState, iterate, running, start_pass
+from jaxsched.colony.params import ColonyConfig, ColonyParams, no_improvement_limit
+from jaxsched.colony.problem import STARTS, ColonyProblem
+from jaxsched.heuristics.list_scheduler import stall_schedule
+from jaxsched.machines.model import occupancy_jax, rp_cost_jax
+
+#: Candidate indices (see `SOURCES`): the starts, then the colony's two passes.
+EXACT, COLONY_RP, COLONY = STARTS.index("exact"), len(STARTS), len(STARTS) + 1
+#: `ColonyState.phase` values.
+RP_PASS, ILP_PASS, DONE = 0, 1, 2
+
+
+class PassSummary(NamedTuple):
+    """A finished RP pass of one region."""
+
+    order: jnp.ndarray  # int32[N]: best order, sentinel N
+    cost: jnp.ndarray  # int32[]: its RP cost (the ILP pass's target)
+    peak: jnp.ndarray  # int32[F]
+    length: jnp.ndarray  # int32[]: its length issued in order
+    iterations: jnp.ndarray  # int32[]
+    history_best: jnp.ndarray  # int32[I]
+    history_winner: jnp.ndarray  # int32[I]
+
+
+class ColonyState(NamedTuple):
+    """Colony state of B regions (every field has the leading batch axis)."""
+
+    phase: jnp.ndarray  # int32[B]: RP_PASS, ILP_PASS or DONE
+    key: jax.Array  # key[B]: the region's key, fold_in(caller's key, fingerprint)
+    current: PassState  # [B, ...]: the current (or last) pass
+    rp: PassSummary  # [B, ...]: the RP pass, once finished
+    start: jnp.ndarray  # int32[B, 2]: candidate each pass started from (index into SOURCES)
+    start_length: jnp.ndarray  # int32[B]: length of the ILP pass's start
+    length_lower_bound: jnp.ndarray  # int32[B]: possibly tightened by the exact search
+
+
+class Solution(NamedTuple):
+    """Results of B regions (N instructions, F files, I = the config's max_iterations)."""
+
+    order: jnp.ndarray  # int32[B, N]: issue order, sentinel N after n
+    cycles: jnp.ndarray  # int32[B, N]: issue cycle per instruction, padding 0
+    length: jnp.ndarray  # int32[B]: cycles
+    peak: jnp.ndarray  # int32[B, F]: peak RP per file (live-through included)
+    rp_cost: jnp.ndarray  # int32[B]
+    occupancy: jnp.ndarray  # int32[B]
+    source: jnp.ndarray  # int32[B]: index into SOURCES
+    iterations: jnp.ndarray  # int32[B, 2]: colony iterations of the RP and ILP pass
+    history_best: jnp.ndarray  # int32[B, 2, I]: best cost after each iteration, per pass
+    history_winner: jnp.ndarray  # int32[B, 2, I]: iteration winner's cost (BIG: none valid)
+    rp_lower_bound: jnp.ndarray  # int32[B]
+    length_lower_bound: jnp.ndarray  # int32[B]
+    heuristic_length: jnp.ndarray  # int32[B]: the best list/input start by (RP cost, length)
+    heuristic_occupancy: jnp.ndarray  # int32[B]
+    optimal_rp: jnp.ndarray  # bool[B]: the RP cost is proven optimal
+    optimal_length: jnp.ndarray  # bool[B]: the length is proven optimal (at this RP cost)
+
+
+def default_config() -> ColonyConfig:
+    """`ColonyConfig` defaults for the default JAX backend: 4 wavefronts of 64 ants (256) on
+    a CPU, 64 wavefronts (4,096 ants) on a GPU or TPU."""
+    return ColonyConfig(wavefronts=4 if jax.default_backend() == "cpu" else 64)
+
+
+def _problem_axes(problem: ColonyProblem) -> ColonyProblem:
+    """`vmap` axes of a problem: everything per region except the machine."""
+    axes = jax.tree.map(lambda _: 0, problem)
+    return axes._replace(machine=jax.tree.map(lambda _: None, problem.machine))
+
+
+def _per_region(fn, problem: ColonyProblem, *args):
+    """``fn(problem_b, *args_b)`` for every region b (args batched on axis 0)."""
+    return jax.vmap(fn, in_axes=(_problem_axes(problem), *[0] * len(args)))(problem, *args)
+
+
+def _select(mask: jnp.ndarray, new, old):
+    """``new`` where ``mask`` (bool[B]) else ``old``, for pytrees with a leading axis B."""
+
+    def sel(a, b):
+        return jnp.where(mask.reshape(mask.shape + (1,) * (a.ndim - 1)), a, b)
+
+    return jax.tree.map(sel, new, old)
+
+
+def _lex_argmin(primary: jnp.ndarray, secondary: jnp.ndarray, ok: jnp.ndarray) -> jnp.ndarray:
+    """Index of the smallest (primary, secondary, index) among ``ok`` (1-D, some True)."""
+    p = jnp.where(ok, primary, BIG)
+    s = jnp.where(ok & (p == p.min()), secondary, BIG)
+    idx = jnp.arange(primary.shape[0], dtype=jnp.int32)
+    return jnp.where(ok & (p == p.min()) & (s == s.min()), idx, primary.shape[0]).min()
+
+
+def _start_costs(p: ColonyProblem) -> jnp.ndarray:
+    """int32[S]: RP cost of each start of one region."""
+    return rp_cost_jax(p.start_peak, p.machine.lut, p.machine.target_occupancy)
+
+
+def _init_region(p: ColonyProblem, key: jax.Array, params: ColonyParams, config: ColonyConfig):
+    """One region's state: the RP pass from the best allowed start by (RP cost, length)."""
+    cost = _start_costs(p)
+    s1 = _lex_argmin(cost, p.start_length, p.start_allowed)
+    rp = start_pass(
+        timed=False,
+        skip=~p.real | p.proven | (cost[s1] <= p.rp_lower_bound),
+        order=p.start_order[s1],
+        cost=cost[s1],
+        peak=p.start_peak[s1],
+        stalls=jnp.int32(0),
+        stall_budget=jnp.float32(1.0),
+        lower_bound=p.rp_lower_bound,
+        rp_target=jnp.int32(BIG),
+        patience=no_improvement_limit(p.prep.n),
+        key=jax.random.fold_in(key, 1),
+        params=params,
+        config=config,
+    )
+    # Until the RP pass ends its summary is no candidate (cost and length BIG).
+    big = jnp.int32(BIG)
+    summary = PassSummary(
+        rp.best_order, big, rp.best_peak, big, jnp.int32(0), rp.history_best, rp.history_winner
+    )
+    return ColonyState(
+        phase=jnp.int32(RP_PASS),
+        key=key,
+        current=rp,
+        rp=summary,
+        start=jnp.stack([s1, s1]),
+        start_length=p.start_length[s1],
+        length_lower_bound=p.length_lower_bound,
+    )
+
+
+def _start_ilp(p: ColonyProblem, s: ColonyState, params: ColonyParams, config: ColonyConfig):
+    """One region after its RP pass: the ILP pass from the shortest candidate meeting the RP
+    pass's cost, with the stall budget ``G = min(start stalls, floor(1.2 max(LB, CP+1)) - n)``."""
+    done = s.current
+    target = done.best_cost
+    _, rp_len = stall_schedule(p.dev, done.best_order, p.machine.issue_width)
+    cost = jnp.concatenate([_start_costs(p), target[None]])
+    length = jnp.concatenate([p.start_length, rp_len[None]])
+    ok = jnp.concatenate([p.start_allowed, jnp.array([True])]) & (cost <= target)
+    s2 = _lex_argmin(length, jnp.zeros_like(length), ok)
+    s2_len = length[s2]
+    exact_ok = target == p.exact_rp_cost
+    len_lb = jnp.where(
+        exact_ok, jnp.maximum(s.length_lower_bound, p.exact_length_bound), s.length_lower_bound
+    )
+    n, iw = p.prep.n, p.machine.issue_width
+    ideal = (n + iw - 1) // iw
+    g = jnp.floor(params.stall_budget_factor * jnp.maximum(len_lb, p.critical_path + 1)) - n
+    skip = ~p.real | p.proven | (s2_len <= len_lb) | (s2_len - len_lb <= params.cycle_threshold)
+    ilp = start_pass(
+        timed=True,
+        skip=skip,
+        order=jnp.concatenate([p.start_order, done.best_order[None]])[s2],
+        cost=s2_len,
+        peak=jnp.concatenate([p.start_peak, done.best_peak[None]])[s2],
+        stalls=jnp.maximum(s2_len - ideal, 0),
+        stall_budget=jnp.minimum(s2_len - ideal, g).astype(jnp.float32),
+        lower_bound=len_lb,
+        rp_target=target,
+        patience=no_improvement_limit(n),
+        key=jax.random.fold_in(s.key, 2),
+        params=params,
+        config=config,
+    )
+    summary = PassSummary(
+        done.best_order,
+        target,
+        done.best_peak,
+        rp_len,
+        done.iteration,
+        done.history_best,
+        done.history_winner,
+    )
+    return s._replace(
+        phase=jnp.int32(ILP_PASS),
+        current=ilp,
+        rp=summary,
+        start=s.start.at[1].set(s2),
+        start_length=s2_len,
+        length_lower_bound=len_lb,
+    )
+
+
+def _advance(
+    state: ColonyState, problem: ColonyProblem, params: ColonyParams, config: ColonyConfig
+) -> ColonyState:
+    """Move every region whose pass has ended to its next pass (or to DONE)."""
+    live = jax.vmap(partial(running, config=config))(state.current)
+    ended = (state.phase < DONE) & ~live
+
+    def move(st: ColonyState) -> ColonyState:
+        ilp = _per_region(partial(_start_ilp, params=params, config=config), problem, st)
+        st = _select(ended & (st.phase == RP_PASS), ilp, st)
+        live = jax.vmap(partial(running, config=config))(st.current)
+        return st._replace(phase=jnp.where(st.phase < DONE, jnp.where(live, st.phase, DONE), DONE))
+
+    return lax.cond(ended.any(), move, lambda st: st, state)
+
+
+def init(
+    problem: ColonyProblem,
+    params: ColonyParams,
+    key: jax.Array,
+    *,
+    config: ColonyConfig | None = None,
+) -> ColonyState:
+    """The colony state of every region of ``problem`` before its first iteration."""
+    config = config or default_config()
+    keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(problem.ids)
+    state = _per_region(partial(_init_region, params=params, config=config), problem, keys)
+    return _advance(state, problem, params, config)
+
+
+def step(
+    state: ColonyState,
+    problem: ColonyProblem,
+    params: ColonyParams,
+    *,
+    config: ColonyConfig | None = None,
+) -> ColonyState:
+    """One iteration of every region's current pass (regions that are done stay as they are)."""
+    config = config or default_config()
+    num_steps = jnp.max(problem.prep.n)
+
+    def one(p: ColonyProblem, ps: PassState) -> PassState:
+        return iterate(
+            ps, p.prep, p.machine, params, num_steps, config=config, batch_axis="regions"
+        )
+
+    axes = (_problem_axes(problem), 0)
+    new = jax.vmap(one, in_axes=axes, axis_name="regions")(problem, state.current)
+    live = jax.vmap(partial(running, config=config))(state.current) & (state.phase < DONE)
+    state = state._replace(current=_select(live, new, state.current))
+    return _advance(state, problem, params, config)
+
+
+def _candidates(s: ColonyState, p: ColonyProblem):
+    """(orders int32[C, N], peaks int32[C, F], lengths int32[C]) of the candidates: the starts,
+    the RP pass's best and the ILP pass's best (C = len(SOURCES))."""
+    ilp = s.current
+    _, ilp_len = stall_schedule(p.dev, ilp.best_order, p.machine.issue_width)
+    orders = jnp.concatenate([p.start_order, s.rp.order[None], ilp.best_order[None]])
+    peaks = jnp.concatenate([p.start_peak, s.rp.peak[None], ilp.best_peak[None]])
+    lengths = jnp.concatenate([p.start_length, s.rp.length[None], ilp_len[None]])
+    return orders, peaks, lengths
+
+
+def _pick(s: ColonyState, p: ColonyProblem, params: ColonyParams, cost, occ, length, allowed):
+    """Index of the result among the candidates (see the module docstring): the ILP pass's
+    best if shorter than its start within the RP target, else that start; the revert filter;
+    the exact schedule when better or proven; never worse than the input order."""
+    colony_ok = (length[COLONY] < s.start_length) & (cost[COLONY] <= s.rp.cost)
+    pick = jnp.where(colony_ok, COLONY, s.start[1])
+    # Revert filter: a small occupancy gain bought with many cycles keeps the shortest start.
+    shortest = _lex_argmin(length, cost, allowed & (jnp.arange(cost.shape[0]) < EXACT))
+    gain = occ[COLONY] - occ[shortest]
+    loss = length[COLONY] - length[shortest]
+    revert = (gain > 0) & (gain <= params.occ_gain) & (loss > params.max_len_loss)
+    pick = jnp.where((pick == COLONY) & revert, shortest, pick)
+
+    def better(a, b):
+        return (cost[a] < cost[b]) | ((cost[a] == cost[b]) & (length[a] < length[b]))
+
+    pick = jnp.where(allowed[EXACT] & (better(EXACT, pick) | p.proven), EXACT, pick)
+    return jnp.where(better(0, pick), 0, pick)
+
+
+def _solution_region(p: ColonyProblem, s: ColonyState, params: ColonyParams) -> Solution:
+    orders, peaks, lengths = _candidates(s, p)
+    lut, target = p.machine.lut, p.machine.target_occupancy
+    cost = rp_cost_jax(peaks, lut, target)
+    occ = occupancy_jax(peaks, lut)
+    allowed = jnp.concatenate([p.start_allowed, jnp.array([True, True])])
+    pick = _pick(s, p, params, cost, occ, lengths, allowed)
+    cycles, length = stall_schedule(p.dev, orders[pick], p.machine.issue_width)
+    heur = _lex_argmin(cost, lengths, allowed & (jnp.arange(cost.shape[0]) < EXACT))
+    proven = p.proven & (pick == EXACT)
+    ilp = s.current
+    return Solution(
+        order=orders[pick],
+        cycles=cycles,
+        length=length,
+        peak=peaks[pick],
+        rp_cost=cost[pick],
+        occupancy=occ[pick],
+        source=pick.astype(jnp.int32),
+        iterations=jnp.stack([s.rp.iterations, jnp.where(s.phase == DONE, ilp.iteration, 0)]),
+        history_best=jnp.stack([s.rp.history_best, ilp.history_best]),
+        history_winner=jnp.stack([s.rp.history_winner, ilp.history_winner]),
+        rp_lower_bound=p.rp_lower_bound,
+        length_lower_bound=s.length_lower_bound,
+        heuristic_length=lengths[heur],
+        heuristic_occupancy=occ[heur],
+        optimal_rp=(cost[pick] <= p.rp_lower_bound) | proven,
+        optimal_length=(length <= s.length_lower_bound) | proven,
+    )
+
+
+def solution(state: ColonyState, problem: ColonyProblem, params: ColonyParams) -> Solution:
+    """Each region's result (call when every region is done; see `solve`)."""
+    return _per_region(partial(_solution_region, params=params), problem, state)
+
+
+def solve(
+    problem: ColonyProblem,
+    params: ColonyParams,
+    key: jax.Array,
+    *,
+    config: ColonyConfig | None = None,
+) -> Solution:
+    """Both passes for every region of ``problem``, entirely on device.
+
+    ``jax.jit(solve, static_argnames="config")`` compiles once per bucket shape, batch size and
+    config; ``jax.vmap(solve, in_axes=(None, 0, None))`` runs stacked parameter settings.
+    """
+    config = config or default_config()
+    state = init(problem, params, key, config=config)
+    state = lax.while_loop(
+        lambda s: (s.phase < DONE).any(),
+        lambda s: step(s, problem, params, config=config),
+        state,
+    )
+    return solution(state, problem, params)

@@ -1,0 +1,293 @@
+"""`schedule`: the host shell over the device core (`jaxsched.colony.core`).
+
+Regions are grouped by padded shape (size buckets) and split into batches that fit the memory
+budget; each batch becomes a `ColonyProblem`, is solved by one jitted `solve` call and unpadded
+into `Result`s. Options that need the host stay here: the exact search, batching, memory,
+progress.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import warnings
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxsched.colony.core import Solution, default_config, solve
+from jaxsched.colony.params import NO_FILTERS, ColonyConfig, ColonyParams, default_params
+from jaxsched.colony.problem import CHOOSABLE_STARTS, SOURCES, canonical_shape, problem
+from jaxsched.compilation import COMPILED
+from jaxsched.errors import InputError
+from jaxsched.machines.model import Machine, gfx906
+from jaxsched.problem.padded import PaddedShape, next_pow2, padded_shape
+from jaxsched.problem.region import Region
+
+#: Default device-memory budget of one colony call (bytes); larger batches are split.
+DEFAULT_MEMORY_BUDGET = 2 << 30
+
+_solve_jit = jax.jit(solve, static_argnames=("config",))
+
+
+@dataclass(frozen=True)
+class Options:
+    """Host options (no recompilation).
+
+    Attributes:
+      filters: apply the paper's filters (cycle threshold, revert; their values are
+        `ColonyParams` fields); the bound-met skips always apply since they lose nothing.
+      memory_budget: bytes one colony call may use (estimated from shapes); batches are split to
+        fit, and ants are reduced (whole wavefronts) for a region that alone does not fit.
+      max_batch: most regions per call.
+      exact_budget: seconds of exact search (per pass) run first on regions of at most
+        ``exact_max_size`` instructions; None: off. Regions proven optimal skip the colony;
+        the others get the proven bounds and the exact schedule as a start.
+      starts: the starting schedules the colony may start from (names of `CHOOSABLE_STARTS`);
+        e.g. ``("input",)`` makes the colony improve the input order alone.
+    """
+
+    filters: bool = True
+    memory_budget: int = DEFAULT_MEMORY_BUDGET
+    max_batch: int = 256
+    exact_budget: float | None = None
+    exact_max_size: int = 32
+    starts: tuple[str, ...] = CHOOSABLE_STARTS
+
+
+@dataclass
+class Result:
+    """The schedule of one region and how it was found.
+
+    ``cycles[i]`` is the issue cycle of original instruction ``i`` (from 0); ``order`` the
+    instructions in issue order. ``peak_rp`` per register file includes live-through pressure.
+    ``iterations`` = (RP pass, ILP pass) colony iterations (0 when a pass was skipped);
+    ``source`` names the candidate returned (`SOURCES`). ``compile_seconds`` /
+    ``run_seconds`` are those of the batch the region ran in.
+    """
+
+    name: str
+    cycles: np.ndarray
+    order: tuple[int, ...]
+    length: int
+    peak_rp: dict[str, int]
+    occupancy: int
+    rp_cost: int
+    length_lower_bound: int
+    rp_cost_lower_bound: int
+    heuristic_length: int
+    heuristic_occupancy: int
+    optimal_rp: bool
+    optimal_length: bool
+    iterations: tuple[int, int]
+    source: str
+    history: dict[str, list[int]] = field(default_factory=dict, repr=False)
+    compile_seconds: float = 0.0
+    run_seconds: float = 0.0
+    exact: str | None = None
+
+    def to_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["cycles"] = [int(c) for c in self.cycles]
+        d["order"] = list(self.order)
+        d["iterations"] = list(self.iterations)
+        return d
+
+
+# ------------------------------------------------------------------------------ memory
+def estimate_bytes(shape: PaddedShape, ants: int, batch: int = 1) -> int:
+    """Rough device bytes of one colony call (pheromone, per-ant state, results, temporaries)."""
+    N, K, R, F = shape.n + 1, shape.ready + 1, shape.regs + 1, shape.files
+    per_ant = 4 * (2 * K + 4 * N + 3 * R + 4 * F + 8) + R
+    per_ant += 4 * shape.ready * 8  # scoring temporaries over the ready slots
+    per_region = 4 * 3 * N * N + ants * per_ant * 2
+    return batch * per_region
+
+
+def fit_ants(shape: PaddedShape, config: ColonyConfig, budget: int) -> ColonyConfig:
+    """The config with as many wavefronts as fit ``budget`` for one region (at least one)."""
+    waves = config.wavefronts
+    while waves > 1 and estimate_bytes(shape, waves * config.wavefront_size) > budget:
+        waves //= 2
+    if estimate_bytes(shape, waves * config.wavefront_size) > budget:
+        raise MemoryError(
+            f"a region of {shape.n} instructions (padded) needs about "
+            f"{estimate_bytes(shape, config.wavefront_size) / 2**20:.0f} MiB with one wavefront "
+            f"of {config.wavefront_size} ants, over the memory budget of "
+            f"{budget / 2**20:.0f} MiB; raise memory_budget or lower wavefront_size"
+        )
+    return dataclasses.replace(config, wavefronts=waves)
+
+
+def plan_batches(
+    regions: Sequence[Region], machine: Machine, config: ColonyConfig, options: Options
+) -> list[tuple[list[int], PaddedShape, ColonyConfig]]:
+    """Group regions by instruction bucket, then split groups to fit the memory budget."""
+    groups: dict[int, list[int]] = {}
+    shapes = [padded_shape(r, machine) for r in regions]
+    for i, s in enumerate(shapes):
+        groups.setdefault(s.n, []).append(i)
+    plan = []
+    for bucket in sorted(groups):
+        idxs = groups[bucket]
+        shape = canonical_shape(shapes[idxs[0]])
+        for i in idxs[1:]:
+            shape = shape.join(shapes[i])
+        cfg = fit_ants(shape, config, options.memory_budget)
+        if cfg.ants < config.ants:
+            warnings.warn(
+                f"regions of up to {shape.n} instructions run with {cfg.ants} ants instead of "
+                f"{config.ants} to fit the memory budget of {options.memory_budget >> 20} MiB",
+                stacklevel=3,
+            )
+        per_region = estimate_bytes(shape, cfg.ants)
+        size = max(1, min(options.max_batch, options.memory_budget // per_region))
+        size = 1 << (size.bit_length() - 1)  # power of two: few distinct batch shapes
+        for k in range(0, len(idxs), size):
+            plan.append((idxs[k : k + size], shape, cfg))
+    return plan
+
+
+# ------------------------------------------------------------------------------ options
+def _ants_config(ants: object, size: int) -> dict:
+    """Wavefront fields for ``ants`` ants (whole wavefronts of at most ``size`` ants)."""
+    if isinstance(ants, bool) or not isinstance(ants, int | np.integer) or ants < 1:
+        raise InputError(f"ants must be an integer >= 1, got {ants!r}")
+    size = min(size, int(ants))
+    if ants % size:
+        raise InputError(
+            f"ants ({ants}) must be a multiple of the wavefront size ({size}): "
+            f"e.g. {max(size, ants // size * size)} or {(ants // size + 1) * size}"
+        )
+    return {"wavefront_size": size, "wavefronts": int(ants) // size}
+
+
+def split_overrides(
+    overrides: dict,
+    config: ColonyConfig | None,
+    params: ColonyParams | None,
+    options: Options | None,
+) -> tuple[ColonyConfig, ColonyParams, Options]:
+    """Route keyword overrides to the config, the parameters or the options by field name
+    (``ants`` sets whole wavefronts; ``filters=False`` sets the filter parameters off)."""
+    config = config or default_config()
+    params = params if params is not None else default_params()
+    options = options or Options()
+    cfg_fields = {f.name for f in dataclasses.fields(ColonyConfig)}
+    opt_fields = {f.name for f in dataclasses.fields(Options)}
+    unknown = set(overrides) - cfg_fields - opt_fields - set(ColonyParams._fields) - {"ants"}
+    if unknown:
+        known = sorted(cfg_fields | opt_fields | set(ColonyParams._fields) | {"ants"})
+        raise InputError(f"unknown options {sorted(unknown)}; known: {', '.join(known)}")
+    cfg_kw = {k: v for k, v in overrides.items() if k in cfg_fields}
+    if "ants" in overrides:
+        size = cfg_kw.get("wavefront_size", config.wavefront_size)
+        cfg_kw.update(_ants_config(overrides["ants"], size))
+    config = dataclasses.replace(config, **cfg_kw)
+    options = dataclasses.replace(
+        options, **{k: v for k, v in overrides.items() if k in opt_fields}
+    )
+    par_kw = {k: v for k, v in overrides.items() if k in ColonyParams._fields}
+    if not options.filters:
+        par_kw = {**NO_FILTERS, **par_kw}
+    params = params._replace(**{k: jnp.float32(v) for k, v in par_kw.items()})
+    return config, params, options
+
+
+# ------------------------------------------------------------------------------ schedule
+def _run_exact(regions: Sequence[Region], machine: Machine, options: Options) -> dict:
+    """Exact two-pass search on the small regions (``options.exact_budget``), by index."""
+    if options.exact_budget is None:
+        return {}
+    from jaxsched.exact import solve_two_pass
+
+    return {
+        i: solve_two_pass(r, machine, time_budget=options.exact_budget)
+        for i, r in enumerate(regions)
+        if len(r) <= options.exact_max_size
+    }
+
+
+def to_result(region: Region, machine: Machine, sol: Solution, b: int, exact, seconds) -> Result:
+    """Region ``b`` of a (host) `Solution` as a `Result`; ``seconds`` = (compile, run)."""
+    n = len(region)
+    it = [int(x) for x in sol.iterations[b]]
+    hist = {
+        f"{p}_{k}": getattr(sol, f"history_{k}")[b, i, : it[i]].tolist()
+        for i, p in enumerate(("rp", "ilp"))
+        for k in ("best", "winner")
+    }
+    return Result(
+        name=region.name,
+        cycles=np.asarray(sol.cycles[b, :n], np.int64),
+        order=tuple(int(x) for x in sol.order[b, :n]),
+        length=int(sol.length[b]),
+        peak_rp=dict(zip(machine.file_names, (int(x) for x in sol.peak[b]), strict=True)),
+        occupancy=int(sol.occupancy[b]),
+        rp_cost=int(sol.rp_cost[b]),
+        length_lower_bound=int(sol.length_lower_bound[b]),
+        rp_cost_lower_bound=int(sol.rp_lower_bound[b]),
+        heuristic_length=int(sol.heuristic_length[b]),
+        heuristic_occupancy=int(sol.heuristic_occupancy[b]),
+        optimal_rp=bool(sol.optimal_rp[b]),
+        optimal_length=bool(sol.optimal_length[b]),
+        iterations=(it[0], it[1]),
+        source=SOURCES[int(sol.source[b])],
+        history=hist,
+        compile_seconds=seconds[0],
+        run_seconds=seconds[1],
+        exact=None if exact is None else exact.length.status if exact.rp.optimal else "bounded",
+    )
+
+
+def schedule(
+    regions: Region | Iterable[Region],
+    machine: Machine | None = None,
+    *,
+    seed: int | jax.Array = 0,
+    config: ColonyConfig | None = None,
+    params: ColonyParams | None = None,
+    options: Options | None = None,
+    progress: Callable[[list[int], list[Result]], None] | None = None,
+    **overrides,
+) -> list[Result]:
+    """Schedule regions with the two-pass colony; one `Result` per region, in input order.
+
+    Args:
+      regions: a `Region` or an iterable of them.
+      machine: the target (default `gfx906`).
+      seed: an int or a JAX key; the same seed gives a region the same result whatever else
+        is in the call (its stream is keyed by its content, `jaxsched.problem.fingerprint`).
+      config / params / options: `ColonyConfig`, `ColonyParams`, `Options`; keyword
+        ``overrides`` set their fields by name (``ants=1024`` sets whole wavefronts).
+      progress: called after each batch with (region indices, their results).
+    """
+    regions = [regions] if isinstance(regions, Region) else list(regions)
+    machine = machine or gfx906()
+    config, params, options = split_overrides(overrides, config, params, options)
+    for r in regions:
+        r.check_machine(machine)
+    key = seed if isinstance(seed, jax.Array) else jax.random.key(int(seed))
+    exact = _run_exact(regions, machine, options)
+    results: list[Result | None] = [None] * len(regions)
+    for idxs, shape, cfg in plan_batches(regions, machine, config, options):
+        t0, c0 = time.perf_counter(), COMPILED.compile_seconds
+        prob = problem(
+            [regions[i] for i in idxs],
+            machine,
+            shape=shape,
+            batch=next_pow2(len(idxs)),
+            starts=options.starts,
+            exact=[exact.get(i) for i in idxs],
+        )
+        sol = jax.device_get(COMPILED(_solve_jit, {"config": cfg}, prob, params, key))
+        compiled = COMPILED.compile_seconds - c0
+        seconds = (compiled, time.perf_counter() - t0 - compiled)
+        for b, i in enumerate(idxs):
+            results[i] = to_result(regions[i], machine, sol, b, exact.get(i), seconds)
+        if progress is not None:
+            progress(list(idxs), [results[i] for i in idxs])
+    return results  # type: ignore[return-value]

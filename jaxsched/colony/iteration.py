@@ -1,0 +1,206 @@
+"""One colony iteration of one pass on one region (vmap over the regions of a batch).
+
+Each iteration: all ants construct (`construct.construct_ants`), the iteration winner is found by
+a reduction, the pheromone evaporates and the winner's links get a deposit, the table is clamped,
+and the global best, the stall budget and the history are updated. A pass runs while
+`running`: the best is above the pass's lower bound, fewer than ``patience`` iterations passed
+without improvement, and the iteration cap is not reached.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from jaxsched.colony.construct import (
+    BIG,
+    AntResults,
+    Prepared,
+    StepInputs,
+    construct_ants,
+    static_key,
+)
+from jaxsched.colony.params import ColonyConfig, ColonyParams
+from jaxsched.machines.model import MachineArrays, rp_cost_jax, rp_limits
+
+
+class PassState(NamedTuple):
+    """The current pass of one region: its constants, pheromone, global best and history."""
+
+    timed: jnp.ndarray  # bool[]: ILP pass (True) or RP pass (False)
+    skip: jnp.ndarray  # bool[]: the pass does not run (its start is final)
+    heuristic: jnp.ndarray  # f32[]: the start's cost (deposit and initial pheromone reference)
+    lower_bound: jnp.ndarray  # int32[]: the pass ends when the best cost reaches it
+    rp_target: jnp.ndarray  # int32[]: RP cost an ant must not exceed (ILP pass)
+    patience: jnp.ndarray  # int32[]: iterations without improvement before the pass ends
+    key: jax.Array  # key[]: the pass's key; iteration i uses fold_in(key, i)
+    tau: jnp.ndarray  # f32[N + 1, N + 1]: pheromone, row N = start, column N = dummy
+    best_order: jnp.ndarray  # int32[N]: global best order, sentinel N after n
+    best_cost: jnp.ndarray  # int32[]: RP cost (RP pass) or length (ILP pass)
+    best_peak: jnp.ndarray  # int32[F]
+    best_stalls: jnp.ndarray  # int32[]
+    stall_budget: jnp.ndarray  # f32[]: G (ILP pass)
+    iteration: jnp.ndarray  # int32[]: iterations run
+    no_improve: jnp.ndarray  # int32[]
+    history_best: jnp.ndarray  # int32[I]: global best cost after each iteration (-1 unused)
+    history_winner: jnp.ndarray  # int32[I]: iteration winner's cost (BIG: no valid ant)
+
+
+def start_pass(
+    *,
+    timed: jnp.ndarray,
+    skip: jnp.ndarray,
+    order: jnp.ndarray,
+    cost: jnp.ndarray,
+    peak: jnp.ndarray,
+    stalls: jnp.ndarray,
+    stall_budget: jnp.ndarray,
+    lower_bound: jnp.ndarray,
+    rp_target: jnp.ndarray,
+    patience: jnp.ndarray,
+    key: jax.Array,
+    params: ColonyParams,
+    config: ColonyConfig,
+) -> PassState:
+    """A pass starting from a schedule (``order`` int32[N], its ``cost``, ``peak``, ``stalls``):
+    uniform pheromone ``ants / (cost + 1)`` clamped to [tau_min, tau_max]."""
+    N = order.shape[0]
+    heur = cost.astype(jnp.float32)
+    tau0 = jnp.clip(config.ants / (heur + 1.0), params.tau_min, params.tau_max)
+    hist = jnp.full(config.max_iterations, -1, jnp.int32)
+    return PassState(
+        timed=jnp.asarray(timed, bool),
+        skip=jnp.asarray(skip, bool),
+        heuristic=heur,
+        lower_bound=jnp.asarray(lower_bound, jnp.int32),
+        rp_target=jnp.asarray(rp_target, jnp.int32),
+        patience=jnp.asarray(patience, jnp.int32),
+        key=key,
+        tau=jnp.full((N + 1, N + 1), tau0, jnp.float32),
+        best_order=order,
+        best_cost=jnp.asarray(cost, jnp.int32),
+        best_peak=peak,
+        best_stalls=jnp.asarray(stalls, jnp.int32),
+        stall_budget=jnp.maximum(stall_budget, 1.0).astype(jnp.float32),
+        iteration=jnp.int32(0),
+        no_improve=jnp.int32(0),
+        history_best=hist,
+        history_winner=hist,
+    )
+
+
+def running(ps: PassState, config: ColonyConfig) -> jnp.ndarray:
+    """bool[]: the pass goes on (not skipped, above its bound, patient, under the cap)."""
+    return (
+        ~ps.skip
+        & (ps.iteration < config.max_iterations)
+        & (ps.best_cost > ps.lower_bound)
+        & (ps.no_improve < ps.patience)
+    )
+
+
+def ant_costs(
+    res: AntResults, machine: MachineArrays, timed: jnp.ndarray, wavefront_size: int
+) -> jnp.ndarray:
+    """int32[A] cost per ant (BIG when dead): RP cost in the RP pass, length in the ILP pass.
+
+    The ILP pass applies the wavefront rule: once an ant of a wavefront completes, its
+    unfinished ants stop. In cycle time the first to complete is the shortest, so only the
+    wavefront's shortest ants count.
+    """
+    cost_rp = rp_cost_jax(res.peak, machine.lut, machine.target_occupancy)
+    cost_rp = jnp.where(res.dead, BIG, cost_rp)
+    length = jnp.where(res.dead, BIG, res.length)
+    waves = length.reshape(-1, wavefront_size)
+    first_done = waves.min(axis=1, keepdims=True)
+    cost_ilp = jnp.where(waves == first_done, waves, BIG).reshape(-1)
+    return jnp.where(timed, cost_ilp, cost_rp)
+
+
+def _first_min(x: jnp.ndarray) -> jnp.ndarray:
+    """Index of the first minimum of a 1-D array (plain reductions only)."""
+    idx = jnp.arange(x.shape[0], dtype=jnp.int32)
+    return jnp.where(x == x.min(), idx, x.shape[0]).min()
+
+
+def step_inputs(
+    ps: PassState, prep: Prepared, machine: MachineArrays, params: ColonyParams
+) -> StepInputs:
+    """What every ant of the iteration shares: pheromone, q0, the RP limit (the ILP pass's
+    target; in the RP pass the best RP cost so far), G, the heuristic key."""
+    n = jnp.maximum(prep.n, 1).astype(jnp.float32)
+    cost_target = jnp.where(ps.timed, ps.rp_target, ps.best_cost)
+    return StepInputs(
+        tau=ps.tau,
+        q0=jnp.maximum(0.0, 1.0 - params.explore_scale / n),
+        rp_limit=rp_limits(machine.lut, machine.target_occupancy, cost_target),
+        stall_budget=ps.stall_budget,
+        timed=ps.timed,
+        key=static_key(prep, params, ps.timed),
+        issue_width=machine.issue_width,
+    )
+
+
+def _deposit(ps: PassState, order: jnp.ndarray, cost: jnp.ndarray, params: ColonyParams):
+    """f32[N + 1, N + 1]: evaporate, deposit on the winner's links (none when no ant was
+    valid), clamp to [tau_min, tau_max]."""
+    N = order.shape[0]
+    heur = ps.heuristic
+    found = cost < BIG
+    ratio = jnp.where(heur > 0, cost / (params.deposit_ref * jnp.maximum(heur, 1e-6)), 0.0)
+    amount = (1.0 - jnp.minimum(1.0, ratio)) * params.deposit_scale + params.deposit_base
+    prev = jnp.concatenate([jnp.array([N], jnp.int32), order[:-1]])
+    tau = ps.tau * (1.0 - params.decay)
+    tau = tau.at[prev, order].add(jnp.where(found, amount, 0.0))
+    return jnp.clip(tau, params.tau_min, params.tau_max)
+
+
+def iterate(
+    ps: PassState,
+    prep: Prepared,
+    machine: MachineArrays,
+    params: ColonyParams,
+    num_steps: jnp.ndarray,
+    *,
+    config: ColonyConfig,
+    batch_axis: str | None = None,
+) -> PassState:
+    """One iteration of the pass (call it only while `running`). ``num_steps`` (unbatched):
+    the batch's largest n; ``batch_axis``: the name of a `vmap` over regions, if any."""
+    res = construct_ants(
+        prep,
+        step_inputs(ps, prep, machine, params),
+        params,
+        jax.random.fold_in(ps.key, ps.iteration),
+        num_steps,
+        wavefronts=config.wavefronts,
+        wavefront_size=config.wavefront_size,
+        uniform_exploration=jnp.where(
+            ps.timed, config.uniform_exploration_ilp, config.uniform_exploration_rp
+        ),
+        batch_axis=batch_axis,
+    )
+    costs = ant_costs(res, machine, ps.timed, config.wavefront_size)
+    w = _first_min(costs)
+    w_cost, w_order, stalls = costs[w], res.order[w], res.stalls[w]
+    improved = w_cost < ps.best_cost
+    budget = jnp.where(
+        improved & (stalls < ps.stall_budget),
+        jnp.maximum(stalls.astype(jnp.float32), 1.0),
+        ps.stall_budget,
+    )
+    best_cost = jnp.where(improved, w_cost, ps.best_cost)
+    return ps._replace(
+        tau=_deposit(ps, w_order, w_cost, params),
+        best_order=jnp.where(improved, w_order, ps.best_order),
+        best_cost=best_cost,
+        best_peak=jnp.where(improved, res.peak[w], ps.best_peak),
+        best_stalls=jnp.where(improved, stalls, ps.best_stalls),
+        stall_budget=budget,
+        iteration=ps.iteration + 1,
+        no_improve=jnp.where(improved, 0, ps.no_improve + 1),
+        history_best=ps.history_best.at[ps.iteration].set(best_cost),
+        history_winner=ps.history_winner.at[ps.iteration].set(w_cost),
+    )
