@@ -338,6 +338,8 @@ class Region:
 # ---------------------------------------------------------------------- validation helpers
 def _string(v: object, what: str, where: str, limit: int = MAX_NAME_LENGTH) -> str:
     """``v`` if it is a non-empty string of at most ``limit`` characters (valid Unicode)."""
+    if type(v) is str and 0 < len(v) <= limit and v.isascii():
+        return v  # the common case, checked fast
     if not isinstance(v, str) or not v:
         raise RegionError(f"{where}: {what} must be a non-empty string, got {brief(v)}")
     if len(v) > limit:
@@ -359,7 +361,12 @@ def _integer(v: object, what: str, where: str, lo: int, hi: int) -> int:
 
 
 def _is_list(v: object) -> bool:
-    return isinstance(v, Sequence) and not isinstance(v, str | bytes)
+    t = type(v)
+    return t is list or t is tuple or (isinstance(v, Sequence) and not isinstance(v, str | bytes))
+
+
+def _is_mapping(v: object) -> bool:
+    return type(v) is dict or isinstance(v, Mapping)
 
 
 def _unknown_fields(d: Mapping, known: set[str], what: str, where: str) -> None:
@@ -381,7 +388,7 @@ def _instructions(xs: object, where: str) -> tuple[Instruction, ...]:
 
 def _instruction(i: int, x: object, where: str) -> Instruction:
     item = f"instruction {i}"
-    if isinstance(x, Mapping):
+    if _is_mapping(x):
         _unknown_fields(x, {"text", "defs", "uses"}, item, where)
         text, defs, uses = x.get("text", ""), x.get("defs", []), x.get("uses", [])
     elif _is_list(x) and len(x) == 3:
@@ -419,7 +426,7 @@ def _registers(regs: object, where: str) -> dict[str, Register]:
 
 def _register(name: str, v: object, where: str) -> Register:
     item = f"register {name!r}"
-    if isinstance(v, Mapping):
+    if _is_mapping(v):
         _unknown_fields(v, {"file", "width"}, item, where)
         if "file" not in v:
             raise RegionError(f"{where}: {item} has no 'file'")
@@ -458,12 +465,25 @@ def _live_through(lt: object, where: str) -> dict[str, int]:
     }
 
 
-def _edge_fields(k: int, e: object, where: str) -> tuple[object, object, object, object]:
+def _edge_fields(k: int, e: object, where: str) -> tuple[int, int, int, str]:
+    """(src, dst, latency, kind) of edge ``k`` with their types checked (not their ranges)."""
+    if type(e) is list and len(e) == 3 and type(e[0]) is type(e[1]) is type(e[2]) is int:
+        return e[0], e[1], e[2], "data"  # the common case, checked fast
     if isinstance(e, Edge):
-        return e
-    if not _is_list(e) or len(e) not in (3, 4):
+        src, dst, lat, kind = e
+    elif _is_list(e) and len(e) in (3, 4):
+        src, dst, lat, kind = e[0], e[1], e[2], (e[3] if len(e) == 4 else "data")
+    else:
         raise RegionError(f"{where}: edge {k} {brief(e)} is not [src, dst, latency(, kind)]")
-    return e[0], e[1], e[2], (e[3] if len(e) == 4 else "data")
+    for label, v in (("src", src), ("dst", dst), ("latency", lat)):
+        if isinstance(v, bool) or not isinstance(v, int | np.integer):
+            raise RegionError(f"{where}: edge {k} {label} {brief(v)} is not an integer")
+    if not isinstance(kind, str) or kind not in EDGE_KINDS:
+        raise RegionError(
+            f"{where}: edge {k} ({brief(src)} -> {brief(dst)}) has unknown kind {brief(kind)} "
+            f"(known: {', '.join(EDGE_KINDS)})"
+        )
+    return int(src), int(dst), int(lat), kind
 
 
 def _merge_edges(edges: object, n: int, where: str) -> tuple[Edge, ...]:
@@ -474,9 +494,6 @@ def _merge_edges(edges: object, n: int, where: str) -> tuple[Edge, ...]:
         if k >= MAX_EDGES:
             raise RegionError(f"{where}: more than the maximum of {MAX_EDGES:,} edges")
         src, dst, lat, kind = _edge_fields(k, e, where)
-        for label, v in (("src", src), ("dst", dst), ("latency", lat)):
-            if isinstance(v, bool) or not isinstance(v, int | np.integer):
-                raise RegionError(f"{where}: edge {k} {label} {brief(v)} is not an integer")
         if not (0 <= src < n) or not (0 <= dst < n):
             raise RegionError(
                 f"{where}: edge {k} ({brief(src)} -> {brief(dst)}) names a missing instruction "
@@ -490,19 +507,9 @@ def _merge_edges(edges: object, n: int, where: str) -> tuple[Edge, ...]:
             raise RegionError(
                 f"{where}: edge {k} ({src} -> {dst}) latency {brief(lat)} exceeds {MAX_LATENCY}"
             )
-        if not isinstance(kind, str) or kind not in EDGE_KINDS:
-            raise RegionError(
-                f"{where}: edge {k} ({src} -> {dst}) has unknown kind {brief(kind)} "
-                f"(known: {', '.join(EDGE_KINDS)})"
-            )
-        new = Edge(int(src), int(dst), int(lat), kind)
-        old = best.get((new.src, new.dst))
-        if (
-            old is None
-            or new.latency > old.latency
-            or (new.latency == old.latency and new.kind == "data")
-        ):
-            best[(new.src, new.dst)] = new
+        old = best.get((src, dst))
+        if old is None or lat > old.latency or (lat == old.latency and kind == "data"):
+            best[(src, dst)] = Edge(src, dst, lat, kind)
     return tuple(best[k] for k in sorted(best))
 
 
