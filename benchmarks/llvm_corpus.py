@@ -3,7 +3,7 @@
     python benchmarks/llvm_corpus.py [DIR] [--quick] [--machine gfx906] [--seed 0]
 
 For every file: llc -> MIR (stopped before the machine scheduler), import the regions, schedule
-them (``jaxsched.schedule`` if available, else the heuristic, else input order) and compare with
+them (``jaxsched.colony.schedule``) and compare with
 LLVM's own scheduler on the same regions (our model: schedule length by greedy list placement of
 each order, occupancy by the verifier's RP) and after register allocation (llc's VGPRs, SGPRs,
 occupancy, spills, code size). The scheduler is timed twice per file: the first call includes
@@ -20,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+from jaxsched.colony import schedule
 from jaxsched.heuristics import issue_cycles
 from jaxsched.io.mir import (
     asm_stats,
@@ -30,12 +31,12 @@ from jaxsched.io.mir import (
     read_mir,
     run_llc,
     schedule_orders,
-    scheduler_name,
     write_mir,
 )
 from jaxsched.machines.model import get_machine
 from jaxsched.verify import verify
 
+SCHEDULER = "jaxsched.colony.schedule"
 ROOT = Path(__file__).resolve().parent.parent
 REPORTS = ROOT / "benchmarks" / "reports"
 
@@ -67,16 +68,19 @@ def _model(region, order, machine) -> tuple[int, int]:
 
 
 def run_file(path: Path, machine, seed: int) -> dict:
+    def scheduler(regions):
+        return [res.order for res in schedule(regions, machine, seed=seed)]
+
     t0 = time.perf_counter()
     mir_text = ll_to_mir(path) if path.suffix == ".ll" else path.read_text()
     module = read_mir(str(path), text=mir_text)
     regions = module.regions
     t_import = time.perf_counter() - t0
     t0 = time.perf_counter()
-    orders, notes = schedule_orders(module, machine, seed=seed)
+    orders, notes = schedule_orders(module, scheduler, name=SCHEDULER)
     t_first = time.perf_counter() - t0
     t0 = time.perf_counter()
-    schedule_orders(module, machine, seed=seed)
+    schedule_orders(module, scheduler, name=SCHEDULER)
     t_warm = time.perf_counter() - t0
     theirs = llvm_orders(module, read_mir("llvm", text=_llvm_scheduled(path, mir_text)))
     rows = []
@@ -151,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     kern = [k for r in ok for k in r["kernels"]]
     sizes = [x["size"] for x in rows] or [0]
     tot = {
-        "scheduler": scheduler_name(),
+        "scheduler": SCHEDULER,
         "machine": machine.name,
         "files": len(files),
         "failed": len(results) - len(ok),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import gzip
 import json
 
 import pytest
@@ -17,7 +18,17 @@ from jaxsched.problem.format import (
     save_regions,
 )
 from jaxsched.problem.generate import generate_regions
-from jaxsched.problem.region import MAX_INSTRUCTIONS, Edge, RegionError
+from jaxsched.problem.region import (
+    MAX_INSTRUCTIONS,
+    MAX_LIVE_THROUGH,
+    MAX_NAME_LENGTH,
+    MAX_OPERANDS,
+    MAX_TEXT_LENGTH,
+    Edge,
+    Instruction,
+    Region,
+    RegionError,
+)
 
 
 def base() -> dict:
@@ -194,7 +205,7 @@ def test_rejects_malformed_fields():
     rejects(d, "unknown fields ['colour']")
     d = base()
     d["live_in"] = "%0"
-    rejects(d, "'live_in' must be a list")
+    rejects(d, "'live_in' must be a JSON list")
     d = base()
     d["live_through"] = {"VGPR": -1}
     rejects(d, "live_through['VGPR']")
@@ -226,3 +237,106 @@ def test_omitted_live_in_and_live_out_defaults():
     d["live_in"], d["live_out"] = [], []
     r = region_from_dict(d)
     assert len(r) == 2 and r.edges == () and r.live_in == ()
+
+
+# ---------------------------------------------------------------------- hostile files
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b'{"instructions": [7]}', 'instruction 0 must be an object {"text", "defs", "uses"}'),
+        (b'{"instructions": [null]}', "instruction 0 must be an object"),
+        (b'{"instructions": [["V_ADD"]]}', "instruction 0 must be an object"),
+        (b'{"instructions": [["t", [], []]]}', "instruction 0 must be an object"),
+        (b'{"instructions": [{}], "registers": {"%1": 5}}', "register '%1' must be an object"),
+        (b'{"instructions": [{}], "registers": {"%1": ["VGPR", 1]}}', "must be an object"),
+        (b'{"instructions": [{}], "live_through": {"VGPR": 2147483648}}', "not in 0..65,536"),
+        (b'{"instructions": [{}], "edges": [[0, 1, 1' + b"7" * 5000 + b"]]}", "5001 digits"),
+        (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+        (b'\xff{"instructions": [{}]}', ":1:1: not UTF-8 text (byte 0xff)"),
+        (b'{"instructions": [{}], "instructions": [{}]}', "duplicate key 'instructions'"),
+        (b'{"instructions": [{}], "edges": NaN}', "NaN is not a JSON value"),
+        (b'{"name": "", "instructions": [{}]}', "name must be a non-empty string"),
+        (b'{"name": "\\ud800", "instructions": [{}]}', "not valid Unicode"),
+        (b'{"instructions": [{"text": 5}]}', "field 'text' must be a string"),
+        (b'{"instructions": [{"defs": [""]}]}', "field 'defs' name must be a non-empty string"),
+    ],
+)
+def test_hostile_files_raise_region_error(tmp_path, content, message):
+    path = tmp_path / "bad.json"
+    path.write_bytes(content)
+    with pytest.raises(RegionError) as info:
+        load_regions(path)
+    assert message in str(info.value) and "bad.json" in str(info.value)
+
+
+def test_limits_of_values():
+    d = base()
+    d["edges"] = [[0, 2, 100_001]]
+    rejects(d, "latency 100001 exceeds 100000")
+    d = base()
+    d["instructions"][0]["text"] = "x" * (MAX_TEXT_LENGTH + 1)
+    rejects(d, "instruction 0 field 'text'", "longer than 65,536")
+    d = base()
+    d["registers"]["%1"]["file"] = "F" * (MAX_NAME_LENGTH + 1)
+    rejects(d, "register '%1' file", "longer than 4,096")
+    d = base()
+    d["instructions"][0]["uses"] = [f"%u{k}" for k in range(MAX_OPERANDS + 1)]
+    d["registers"].update({f"%u{k}": {"file": "VGPR"} for k in range(MAX_OPERANDS + 1)})
+    rejects(d, f"names {MAX_OPERANDS + 1} registers (at most {MAX_OPERANDS})")
+    d = base()
+    d["live_through"] = {"VGPR": MAX_LIVE_THROUGH}
+    assert region_from_dict(d).live_through["VGPR"] == MAX_LIVE_THROUGH
+
+
+def test_region_build_rejects_any_python_value():
+    """The Python API takes tuples too, but anything else is a RegionError, never a crash."""
+    ok = Region.build(
+        "p",
+        [("a", ["%1"], []), Instruction("b", (), ("%1",))],
+        {"%1": ("VGPR", 1)},
+        [Edge(0, 1, 1)],
+    )
+    assert ok.edges == (Edge(0, 1, 1, "data"),)
+    for args in [
+        ("p", 7, {}, []),
+        ("p", [7], {}, []),
+        ("p", [("a", [], [])], {"%1": 3}, []),
+        ("p", [("a", [], [])], [], []),
+        ("p", [("a", [], [])], {}, 5),
+        ("p", [("a", [], [])], {}, [(0, 0)]),
+        ("p", [("a", [], []), ("b", [], [])], {}, [(0, 1, 1, ["x"])]),
+        ("p", [("a", [], [])], {}, [], "%1"),
+        ("p", [("a", [], [])], {}, [], [3]),
+        ("p", [("a", [], [])], {}, [], None, None, {"VGPR": 10**5000}),
+        ("p", [("a", [], [])], {}, [], None, None, [1]),
+        (None, [("a", [], [])], {}, []),
+        ("p", [("a", [], [])], {5: ("VGPR", 1)}, []),
+    ]:
+        with pytest.raises(RegionError):
+            Region.build(*args)
+
+
+def test_json_lines_split_on_newline_only(tmp_path):
+    """U+2028 and other Unicode line breaks are valid inside JSON strings."""
+    p = tmp_path / "u.jsonl"
+    p.write_text(
+        json.dumps({"name": "a\u2028b\x85c", "instructions": [{}]}, ensure_ascii=False)
+        + "\r\n\n"
+        + json.dumps({"name": "d", "instructions": [{}]})
+    )
+    assert [r.name for r in load_regions(p)] == ["a\u2028b\x85c", "d"]
+
+
+def test_directory_missing_and_gzip(tmp_path):
+    with pytest.raises(RegionError, match="is a directory"):
+        load_regions(tmp_path)
+    with pytest.raises(RegionError, match=r"nope\.json: no such file"):
+        load_regions(tmp_path / "nope.json")
+    regions = generate_regions(2, 3, 4, 9)
+    save_regions(regions, tmp_path / "r.jsonl")
+    gz = tmp_path / "r.jsonl.gz"
+    gz.write_bytes(gzip.compress((tmp_path / "r.jsonl").read_bytes()))
+    assert [r.to_dict() for r in load_regions(gz)] == [r.to_dict() for r in regions]
+    gz.write_bytes(gz.read_bytes()[:-12])
+    with pytest.raises(RegionError, match=r"r\.jsonl\.gz.*truncated"):
+        load_regions(gz)

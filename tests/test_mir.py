@@ -148,7 +148,7 @@ def test_unmodelled_region_is_kept_and_reported():
     m = read_mir("hand.mir", text=text)
     (mr,) = m.regions
     assert mr.region is None and "mystery_64" in mr.problem
-    orders, notes = schedule_orders(m, gfx906(), method="original")
+    orders, notes = schedule_orders(m, None)
     assert orders == [None] and any("mystery_64" in n for n in notes)
     assert write_mir(m, orders) == text
     with pytest.raises(OrderError, match="cannot be reordered"):
@@ -294,25 +294,24 @@ def test_cli_import_schedule_compare(tmp_path: Path, capsys):
     assert ":19:" in capsys.readouterr().err
 
 
-def test_schedule_orders_uses_jaxsched_schedule(monkeypatch):
-    from types import SimpleNamespace
-
-    import jaxsched
-
-    def fake_schedule(regions, machine, *, seed=0):
-        del machine, seed
-        return [SimpleNamespace(order=tuple(_topo(r, reverse=True))) for r in regions]
-
+def test_schedule_orders_takes_the_scheduler_from_the_caller():
     m = read_mir("hand.mir", text=_HAND)
-    monkeypatch.setattr(jaxsched, "schedule", fake_schedule, raising=False)
-    orders, notes = schedule_orders(m, gfx906())
+    seen = []
+
+    def reverse_topo(regions):
+        seen.extend(regions)
+        return [_topo(r, reverse=True) for r in regions]
+
+    orders, notes = schedule_orders(m, reverse_topo, name="reverse")
+    assert seen == [m.regions[0].region]
     assert orders[0] == tuple(_topo(m.regions[0].region, reverse=True)) and not notes
     out = write_mir(m, orders)
     assert out != _HAND and sorted(out.splitlines()) == sorted(_HAND.splitlines())
 
-    def bad_schedule(regions, machine, *, seed=0):
-        return [SimpleNamespace(order=tuple(reversed(range(len(r))))) for r in regions]
+    def reverse(regions):
+        return [tuple(reversed(range(len(r)))) for r in regions]
 
-    monkeypatch.setattr(jaxsched, "schedule", bad_schedule, raising=False)
-    orders, notes = schedule_orders(m, gfx906())
-    assert orders == [None] and "rejected" in notes[0]
+    orders, notes = schedule_orders(m, reverse, name="reverse")
+    assert orders == [None] and "reverse order rejected" in notes[0]
+    with pytest.raises(ValueError, match="gave 0 orders for 1 regions"):
+        schedule_orders(m, lambda regions: [])

@@ -5,7 +5,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from jaxsched.cli.main import UsageError
+from jaxsched.cli.main import UsageError, int_in, seed_type
+from jaxsched.problem.region import MAX_INSTRUCTIONS
+
+#: Most regions one ``jaxsched generate`` writes.
+MAX_COUNT = 1_000_000
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -16,11 +20,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         "and SGPR registers) in the jaxsched.region/1 format.",
     )
     p.add_argument("-o", "--out", type=Path, required=True, help="output file (.jsonl or .json)")
-    p.add_argument("--count", type=int, default=100, help="number of regions (default 100)")
-    p.add_argument("--min-size", type=int, default=8, help="smallest region (default 8)")
-    p.add_argument("--max-size", type=int, default=256, help="largest region (default 256)")
-    p.add_argument("--size", type=int, default=None, help="all regions of this size")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    size = int_in(2, MAX_INSTRUCTIONS)
+    p.add_argument(
+        "--count", type=int_in(1, MAX_COUNT), default=100, help="number of regions (default 100)"
+    )
+    p.add_argument("--min-size", type=size, default=8, help="smallest region (default 8)")
+    p.add_argument("--max-size", type=size, default=256, help="largest region (default 256)")
+    p.add_argument("--size", type=size, default=None, help="all regions of this size")
+    p.add_argument("--seed", type=seed_type, default=0, help="random seed (default 0)")
     p.set_defaults(func=run)
 
 
@@ -28,9 +35,9 @@ def run(args: argparse.Namespace) -> int:
     from jaxsched.problem.format import save_regions
     from jaxsched.problem.generate import generate_regions
 
-    if args.count < 1:
-        raise UsageError("--count must be >= 1")
     lo, hi = (args.size, args.size) if args.size is not None else (args.min_size, args.max_size)
+    if lo > hi:
+        raise UsageError(f"--min-size {lo} is larger than --max-size {hi}")
     if args.out.suffix != ".jsonl" and args.count != 1:
         raise UsageError(f"{args.out}: use a .jsonl file for more than one region")
     regions = generate_regions(args.seed, args.count, lo, hi)

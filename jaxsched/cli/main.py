@@ -1,22 +1,32 @@
-"""The ``jaxsched`` command line: ``jaxsched SUBCOMMAND ...``.
+"""The ``jaxsched`` command line: ``jaxsched [--debug] SUBCOMMAND ...``.
 
 Each subcommand lives in its own module of this package exposing ``register(subparsers)``, which
-adds a parser whose ``func(args) -> int`` runs it. Errors the user can fix (bad input files,
-bad options) are printed to stderr with exit code 2; nothing else is caught.
+adds a parser whose ``func(args) -> int`` runs it.
+
+Exit codes: 0 success; 2 a problem the user can fix (any `jaxsched.errors.InputError`, which
+includes `UsageError`, or a file that cannot be read or written), printed as one line
+``jaxsched CMD: error: ...``; 1 an internal error (any other exception: a bug), printed with the
+exception type and a request to report it; 130 interrupted. ``--debug`` adds the traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+import traceback
+
+from jaxsched.errors import InputError
 
 #: Subcommand modules, in help order.
 SUBCOMMANDS = ("schedule", "generate", "makespan", "mir")
 
+_REPORT_HINT = "please report this with the command line and input files"
 
-class UsageError(Exception):
-    """A problem the user can fix; printed without a traceback, exit code 2."""
+
+class UsageError(InputError):
+    """A problem the user can fix (a bad option or file); printed without a traceback, exit 2."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -27,6 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
     from jaxsched import __version__
 
     parser.add_argument("--version", action="version", version=f"jaxsched {__version__}")
+    parser.add_argument(
+        "--debug", action="store_true", help="print the Python traceback of any error"
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in SUBCOMMANDS:
@@ -41,21 +54,79 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from jaxsched.problem.region import RegionError
-
     parser = build_parser()
     args = parser.parse_args(argv)
-    from jaxsched.compilation import enable_persistent_cache
-
-    enable_persistent_cache()
     try:
+        from jaxsched.compilation import enable_persistent_cache
+
+        enable_persistent_cache()
         return int(args.func(args) or 0)
-    except (UsageError, RegionError, FileNotFoundError, ValueError) as e:
-        print(f"jaxsched {args.command}: error: {e}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         print(f"jaxsched {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader of our output went away (``| head``): stop quietly.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    except Exception as e:
+        return report_error(args.command, e, debug=args.debug)
+
+
+def machine_named(name: str):
+    """The machine preset ``name`` (`jaxsched.machines.model.get_machine`); `UsageError` if
+    there is none."""
+    from jaxsched.machines.model import PRESETS, get_machine
+
+    if name not in PRESETS:
+        raise UsageError(f"unknown machine {name!r} (presets: {', '.join(PRESETS)})")
+    return get_machine(name)
+
+
+#: Largest ``--seed`` (seeds are unsigned 32-bit integers).
+MAX_SEED = 2**32 - 1
+
+
+def int_in(lo: int, hi: int):
+    """argparse type: an integer in ``lo..hi`` (else argparse's usage error, exit 2)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"{value} is not in {lo}..{hi}")
+        return value
+
+    return parse
+
+
+#: argparse type of a random seed.
+seed_type = int_in(0, MAX_SEED)
+
+
+def is_user_error(e: BaseException) -> bool:
+    """Whether ``e`` is the user's to fix: bad input, or a file that cannot be read/written."""
+    return isinstance(e, InputError) or (isinstance(e, OSError) and e.filename is not None)
+
+
+def report_error(command: str, e: Exception, *, debug: bool = False) -> int:
+    """Print ``e`` for the user; the exit code (2 user error, 1 internal error)."""
+    if debug:
+        traceback.print_exception(e, file=sys.stderr)
+    if is_user_error(e):
+        msg = f"{e.filename}: {e.strerror}" if isinstance(e, OSError) and e.strerror else str(e)
+        print(f"jaxsched {command}: error: {msg}", file=sys.stderr)
+        return 2
+    text = str(e).strip().splitlines()
+    detail = f": {text[0][:300]}" if text else ""
+    print(
+        f"jaxsched {command}: internal error {type(e).__name__}{detail}\n"
+        f"jaxsched {command}: this is a bug in jaxsched; {_REPORT_HINT}"
+        + ("" if debug else " (rerun with --debug for the traceback)"),
+        file=sys.stderr,
+    )
+    return 1
 
 
 if __name__ == "__main__":

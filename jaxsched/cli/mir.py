@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-from jaxsched.cli.main import UsageError
+from jaxsched.cli.main import UsageError, machine_named, seed_type
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -48,24 +48,50 @@ def _common(p: argparse.ArgumentParser, schedule: bool) -> None:
     p.add_argument("--mcpu", default="gfx906", help="llc target CPU for .ll input (gfx906)")
     if schedule:
         p.add_argument("--machine", default="gfx906", help="machine model (gfx906, generic)")
-        p.add_argument("--seed", type=int, default=0, help="random seed of the scheduler")
+        p.add_argument(
+            "--seed", type=seed_type, default=0, help="random seed of the scheduler (>= 0)"
+        )
         p.add_argument(
             "--method",
             default="auto",
-            choices=("auto", "schedule", "heuristic", "original"),
-            help="auto: jaxsched.schedule, else the heuristic, else input order",
+            choices=METHODS,
+            help="auto or schedule: the ant colony (jaxsched.colony.schedule); heuristic: the "
+            "list-scheduling heuristic; original: keep the input order",
         )
 
 
-def _load(args: argparse.Namespace):
-    from jaxsched.io.mir import ll_to_mir, read_mir
+#: Values of ``--method``.
+METHODS = ("auto", "schedule", "heuristic", "original")
 
-    path = Path(args.input)
-    if not path.exists():
-        raise UsageError(f"{path}: no such file")
-    if path.suffix == ".ll":
-        return read_mir(str(path), text=ll_to_mir(path, mcpu=args.mcpu))
-    return read_mir(path)
+
+def _load(args: argparse.Namespace):
+    from jaxsched.io.mir import read_input
+
+    return read_input(args.input, mcpu=args.mcpu)
+
+
+def scheduler_for(method: str, machine, seed: int):
+    """(scheduler for `jaxsched.io.mir.schedule_orders` or None, its name) for ``--method``.
+
+    The front end depends on no solver; this is where the CLI wires one in.
+    """
+    if method in ("auto", "schedule"):
+        from jaxsched.colony import schedule
+
+        def colony(regions):
+            return [tuple(res.order) for res in schedule(regions, machine, seed=seed)]
+
+        return colony, "jaxsched.colony.schedule"
+    if method == "heuristic":
+        from jaxsched.heuristics import heuristic_schedule
+
+        def heuristic(regions):
+            return [tuple(heuristic_schedule(r, machine, latencies=True)[1]) for r in regions]
+
+        return heuristic, "heuristic_schedule"
+    if method == "original":
+        return None, "input order"
+    raise UsageError(f"unknown --method {method!r} (choose {', '.join(METHODS)})")
 
 
 def _report(module, notes: list[str] | None = None) -> None:
@@ -94,29 +120,26 @@ def run_import(args: argparse.Namespace) -> int:
 
 
 def run_schedule(args: argparse.Namespace) -> int:
-    from jaxsched.io.mir import schedule_orders, scheduler_name, write_mir
-    from jaxsched.machines.model import get_machine
+    from jaxsched.io.mir import schedule_orders, write_mir
 
+    machine = machine_named(args.machine)
     module = _load(args)
-    machine = get_machine(args.machine)
-    orders, notes = schedule_orders(module, machine, seed=args.seed, method=args.method)
+    scheduler, name = scheduler_for(args.method, machine, args.seed)
+    orders, notes = schedule_orders(module, scheduler, name=name)
     Path(args.output).write_text(write_mir(module, orders))
     _report(module, notes)
     changed = sum(o is not None and o != tuple(range(len(o))) for o in orders)
     print(
-        f"scheduled with {scheduler_name(args.method)}: {changed} of {len(orders)} regions "
-        f"reordered; wrote {args.output}"
+        f"scheduled with {name}: {changed} of {len(orders)} regions reordered; wrote {args.output}"
     )
     return 0
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    from jaxsched.io.mir import compare, scheduler_name
-    from jaxsched.machines.model import get_machine
+    from jaxsched.io.mir import compare
 
-    rows, module, notes = compare(
-        args.input, get_machine(args.machine), seed=args.seed, method=args.method, mcpu=args.mcpu
-    )
+    scheduler, name = scheduler_for(args.method, machine_named(args.machine), args.seed)
+    rows, module, notes = compare(args.input, scheduler, name=name, mcpu=args.mcpu)
     if args.json:
         print(
             json.dumps(
@@ -129,7 +152,7 @@ def run_compare(args: argparse.Namespace) -> int:
         )
         return 0
     _report(module, notes)
-    print(f"scheduler: {scheduler_name(args.method)}   (llvm / ours)")
+    print(f"scheduler: {name}   (llvm / ours)")
     head = (
         f"{'function':<24} {'VGPRs':>9} {'SGPRs':>9} {'occupancy':>9} {'spills':>9} "
         f"{'scratch':>11} {'code bytes':>11}"

@@ -4,8 +4,13 @@ Typical use::
 
     module = read_mir("kernel.mir")            # llc -stop-before=machine-scheduler output
     regions = [r.region for r in module.regions if r.region is not None]
-    orders, notes = schedule_orders(module, gfx906())
+    machine = gfx906()
+    orders, notes = schedule_orders(
+        module, lambda rs: [r.order for r in jaxsched.colony.schedule(rs, machine)]
+    )
     text = write_mir(module, orders)           # same MIR, instructions reordered
+
+The front end imports no solver: the caller passes the scheduling function.
 
 `compare` runs ``llc`` twice (LLVM's own scheduler, and our order with
 ``-start-after=machine-scheduler``) and reads VGPRs, SGPRs, occupancy, spills, scratch and code
@@ -19,14 +24,15 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from jaxsched.io.mir_parse import MirError, MirModule, read_mir
-from jaxsched.io.mir_regions import MirRegion, extract_regions
+from jaxsched.files import open_binary
+from jaxsched.io.mir_parse import MirError
+from jaxsched.io.mir_regions import MirModule, MirRegion, extract_regions, read_mir
 from jaxsched.io.mir_write import OrderError, check_order, write_mir
-from jaxsched.machines.model import Machine
+from jaxsched.problem.region import Region
 
 __all__ = [
     "AsmStats",
@@ -35,6 +41,7 @@ __all__ = [
     "MirModule",
     "MirRegion",
     "OrderError",
+    "Scheduler",
     "asm_stats",
     "check_order",
     "compare",
@@ -44,6 +51,7 @@ __all__ = [
     "ll_to_mir",
     "llvm_orders",
     "mir_to_asm",
+    "read_input",
     "read_mir",
     "schedule_orders",
     "write_mir",
@@ -51,6 +59,10 @@ __all__ = [
 
 #: Default target CPU for llc.
 MCPU = "gfx906"
+
+#: A scheduler for `schedule_orders`: the regions in, one order per region out (original
+#: instruction ids in issue order), e.g. ``lambda rs: [r.order for r in schedule(rs, m)]``.
+Scheduler = Callable[[list[Region]], Sequence[Sequence[int]]]
 
 
 class LlcError(MirError):
@@ -74,10 +86,28 @@ def run_llc(args: Sequence[str], timeout: float = 120.0) -> str:
     llc = find_llc()
     if llc is None:
         raise LlcError("llc not found (install LLVM, e.g. apt-get install llvm-14)")
-    proc = subprocess.run([llc, *args], capture_output=True, text=True, timeout=timeout)
+    try:
+        proc = subprocess.run(
+            [llc, *args], capture_output=True, text=True, errors="replace", timeout=timeout
+        )
+    except subprocess.TimeoutExpired:
+        raise LlcError(f"llc {' '.join(args)} did not finish in {timeout:g} s") from None
+    except OSError as e:
+        raise LlcError(f"cannot run {llc}: {e.strerror or e}") from None
     if proc.returncode != 0:
-        raise LlcError(f"llc {' '.join(args)} failed:\n{proc.stderr.strip()[-4000:]}")
+        lines = [x.strip() for x in proc.stderr.splitlines() if x.strip()]
+        first = next((x for x in lines if "error" in x), lines[-1] if lines else "no message")
+        raise LlcError(f"llc failed (exit {proc.returncode}): {first}", proc.stderr)
     return proc.stdout
+
+
+def read_input(path: str | os.PathLike, *, mcpu: str = MCPU) -> MirModule:
+    """A MIR file, or a ``.ll`` file compiled by llc up to the machine scheduler, parsed."""
+    p = Path(path)
+    if p.suffix != ".ll":
+        return read_mir(p)
+    open_binary(p, MirError).close()  # missing, a directory, unreadable: a clear MirError
+    return read_mir(str(p), text=ll_to_mir(p, mcpu=mcpu))
 
 
 def ll_to_mir(
@@ -163,18 +193,14 @@ def asm_stats(asm: str) -> dict[str, AsmStats]:
 
 # ---------------------------------------------------------------------- scheduling
 def schedule_orders(
-    module: MirModule | Sequence[MirRegion],
-    machine: Machine,
-    *,
-    seed: int = 0,
-    method: str = "auto",
+    module: MirModule | Sequence[MirRegion], scheduler: Scheduler | None, *, name: str = ""
 ) -> tuple[list[tuple[int, ...] | None], list[str]]:
     """An order per region of ``module`` and notes on regions kept in input order.
 
-    ``method``: ``"auto"`` (``jaxsched.schedule`` if present, else
-    ``jaxsched.heuristics.heuristic_schedule``, else input order), ``"schedule"``,
-    ``"heuristic"`` or ``"original"``. Any order that fails `check_order` is replaced by the
-    input order and reported.
+    ``scheduler`` maps the modelled regions to one order each (original ids in issue order);
+    None keeps every input order. The front end depends on no solver: the caller passes one,
+    e.g. the CLI binds `jaxsched.colony.schedule` to a machine and seed. Any order that fails
+    `check_order` is replaced by the input order and reported in the notes (with ``name``).
     """
     regions = list(module.regions if isinstance(module, MirModule) else module)
     notes: list[str] = []
@@ -183,56 +209,17 @@ def schedule_orders(
     for r in regions:
         if r.region is None or r.problem is not None:
             notes.append(f"{r.name}: kept in input order ({r.problem})")
-    fn, used = _scheduler(method)
-    if fn is None or not todo:
+    if scheduler is None or not todo:
         return orders, notes
-    got = fn([regions[k].region for k in todo], machine, seed)
+    got = list(scheduler([regions[k].region for k in todo]))
+    if len(got) != len(todo):
+        raise ValueError(f"scheduler {name!r} gave {len(got)} orders for {len(todo)} regions")
     for k, order in zip(todo, got, strict=True):
         try:
             orders[k] = check_order(regions[k], order)
         except OrderError as e:
-            notes.append(f"{regions[k].name}: {used} order rejected, kept input order ({e})")
+            notes.append(f"{regions[k].name}: {name or 'the'} order rejected, kept input ({e})")
     return orders, notes
-
-
-def _scheduler(method: str):
-    if method not in ("auto", "schedule", "heuristic", "original"):
-        raise ValueError(
-            f"unknown scheduling method {method!r} (choose auto, schedule, heuristic or original)"
-        )
-    if method == "original":
-        return None, "original"
-    if method in ("auto", "schedule"):
-        import jaxsched
-
-        sched = getattr(jaxsched, "schedule", None)
-        if callable(sched):
-
-            def run(regs, machine, seed):
-                return [tuple(res.order) for res in sched(regs, machine, seed=seed)]
-
-            return run, "jaxsched.schedule"
-        if method == "schedule":
-            raise ValueError("jaxsched.schedule is not available in this installation")
-    try:
-        from jaxsched.heuristics import heuristic_schedule  # type: ignore[attr-defined]
-    except ImportError:
-        heuristic_schedule = None
-    if heuristic_schedule is not None:
-
-        def run_h(regs, machine, seed):
-            del seed
-            return [tuple(heuristic_schedule(r, machine, latencies=True)[1]) for r in regs]
-
-        return run_h, "heuristic_schedule"
-    if method == "heuristic":
-        raise ValueError("jaxsched.heuristics.heuristic_schedule is not available")
-    return None, "original"
-
-
-def scheduler_name(method: str = "auto") -> str:
-    """Which scheduler ``method`` resolves to here."""
-    return _scheduler(method)[1]
 
 
 # ---------------------------------------------------------------------- compare
@@ -246,25 +233,21 @@ class KernelComparison(NamedTuple):
 
 def compare(
     path: str | os.PathLike,
-    machine: Machine,
+    scheduler: Scheduler | None,
     *,
-    seed: int = 0,
-    method: str = "auto",
+    name: str = "",
     mcpu: str = MCPU,
 ) -> tuple[list[KernelComparison], MirModule, list[str]]:
-    """Compile ``path`` (``.ll`` or pre-scheduler ``.mir``) with LLVM's scheduler and with ours.
+    """Compile ``path`` (``.ll`` or pre-scheduler ``.mir``) with LLVM's scheduler and with
+    ``scheduler`` (see `schedule_orders`).
 
     Returns the per-function comparison, the imported module and the scheduling notes.
     """
-    p = Path(path)
-    if not p.exists():
-        raise FileNotFoundError(f"{p}: no such file")
-    mir_text = ll_to_mir(p, mcpu=mcpu) if p.suffix == ".ll" else p.read_text()
+    module = read_input(path, mcpu=mcpu)
     # Both sides start from the same MIR: compiling the .ll directly can differ (from MIR, llc
     # re-derives callee resource usage conservatively).
-    llvm_asm = mir_to_asm(mir_text, mcpu=mcpu, start="-start-before")
-    module = read_mir(str(p), text=mir_text)
-    orders, notes = schedule_orders(module, machine, seed=seed, method=method)
+    llvm_asm = mir_to_asm(module.text, mcpu=mcpu, start="-start-before")
+    orders, notes = schedule_orders(module, scheduler, name=name)
     ours_asm = mir_to_asm(write_mir(module, orders), mcpu=mcpu)
     a, b = asm_stats(llvm_asm), asm_stats(ours_asm)
     rows = [KernelComparison(f, a[f], b[f]) for f in a if f in b]

@@ -1,11 +1,17 @@
-"""A tolerant line-level reader for LLVM Machine IR (MIR) text, as ``llc -stop-before=...`` prints.
+"""A line-level reader for LLVM Machine IR (MIR) text, as ``llc -stop-before=...`` prints.
+
+The reader knows the document structure (a YAML stream: an optional ``--- |`` LLVM IR document,
+then one ``---`` ... ``...`` document per machine function whose ``body: |`` holds the blocks)
+and places every line of the file: a truncated document, a stray line, a block or key defined
+twice, a reference to a missing block or an instruction it cannot parse raises `MirError`
+naming the file and 1-based line; nothing is skipped silently. It is tolerant where LLVM
+versions differ: unknown function keys, instruction flags and operand kinds are carried through.
 
 Only what scheduling needs is parsed: functions (``name:``, ``registers:``, ``body: |``), basic
 blocks (``bb.N``, ``successors:``), and per instruction its register operands (virtual ``%N`` /
 physical ``$name``, sub-register index, flags), opcode and memory operands (after ``::``). The
 original text is kept line by line (with line endings) so a writer can reorder instruction lines
-and leave every other byte unchanged. Syntax the reader cannot follow raises `MirError` naming
-the line number.
+and leave every other byte unchanged.
 """
 
 from __future__ import annotations
@@ -13,9 +19,11 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
+from typing import NamedTuple
 
 from jaxsched.errors import InputError
+from jaxsched.files import read_text
+from jaxsched.problem.region import brief
 
 
 class MirError(InputError):
@@ -130,26 +138,17 @@ class MirFunction:
 
 
 @dataclass
-class MirModule:
-    """A parsed MIR file; ``lines`` joined give the input back byte for byte."""
+class ParsedMir:
+    """A MIR file parsed to functions and blocks; ``lines`` joined give the input back byte for
+    byte. (`jaxsched.io.mir_regions.MirModule` adds the scheduling regions.)"""
 
     source: str
     lines: list[str]
     functions: list[MirFunction]
-    _regions: list | None = field(default=None, repr=False)
 
     @property
     def text(self) -> str:
         return "".join(self.lines)
-
-    @property
-    def regions(self) -> list:
-        """The scheduling regions (`jaxsched.io.mir_regions.MirRegion`), built once."""
-        if self._regions is None:
-            from jaxsched.io.mir_regions import extract_regions
-
-            self._regions = extract_regions(self)
-        return self._regions
 
 
 # ---------------------------------------------------------------------- lexical helpers
@@ -163,27 +162,12 @@ _REG_OPERAND = re.compile(
     r"(?::(?P<cls>[A-Za-z0-9_]+))?"
     r"(?:\s*\((?P<paren>[^()]*)\))?\s*$"
 )
-_OPCODE_FLAGS = frozenset(
-    {
-        "frame-setup",
-        "frame-destroy",
-        "nnan",
-        "ninf",
-        "nsz",
-        "arcp",
-        "contract",
-        "afn",
-        "reassoc",
-        "nuw",
-        "nsw",
-        "exact",
-        "nofpexcept",
-        "nomerge",
-        "unpredictable",
-        "noconvergent",
-    }
-)
-_OPCODE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: Instruction flags before the opcode are lowercase words (``nnan``, ``frame-setup``,
+#: ``nofpexcept``...); opcodes start with a capital or an underscore (``V_ADD_F32_e32``).
+_FLAG_WORD = re.compile(r"^[a-z][a-z0-9-]*$")
+_OPCODE = re.compile(r"^[A-Z_][A-Za-z0-9_]*$")
+#: A register name at the start of a word (what an operand that names a register contains).
+_REG_WORD = re.compile(r"(?:^|\s)(?:" + _VREG + "|" + _PREG + ")")
 _BLOCK = re.compile(r"^bb\.(?P<num>\d+)(?:\.(?P<name>[^\s:(]+))?\s*(?:\([^)]*\))?\s*:\s*$")
 _REGISTER_ENTRY = re.compile(r"id:\s*(?P<id>[^,\s}]+)\s*,\s*class:\s*(?P<cls>[A-Za-z0-9_]+)")
 _SIZE = re.compile(r"^\((?:s(?P<s>\d+)|<(?P<n>\d+)\s*x\s*s(?P<e>\d+)>|[^)]*)\)$")
@@ -299,7 +283,10 @@ def parse_mem_operand(text: str) -> MemOperand:
 
 
 def parse_instruction(text: str, line: int, where: str) -> MirInstr:
-    """Parse one instruction line (stripped text); `MirError` on syntax it cannot follow."""
+    """Parse one instruction line (stripped text); `MirError` on syntax it cannot follow: no
+    opcode, a definition or memory operand it cannot read, an empty operand, or an operand
+    that names a register but is not a register operand (e.g. a missing comma)."""
+    here = f"{where}:{line + 1}"
     body = text
     mem_text = ""
     k = _find_top(body, " :: ")
@@ -310,172 +297,298 @@ def parse_instruction(text: str, line: int, where: str) -> MirInstr:
     if k >= 0:
         defs_text, body = body[:k], body[k + 3 :]
     words = body.split(None, 1)
-    while words and words[0] in _OPCODE_FLAGS:
+    while words and _FLAG_WORD.match(words[0]):
         words = words[1].split(None, 1) if len(words) > 1 else []
     if not words or not _OPCODE.match(words[0]):
-        raise MirError(f"{where}:{line + 1}: cannot parse instruction {text!r} (no opcode)")
+        raise MirError(f"{here}: cannot parse instruction {brief(text)} (no opcode)")
     opcode = words[0]
-    rest = words[1] if len(words) > 1 else ""
     regs: list[RegOperand] = []
-    if defs_text:
-        for piece in split_top(defs_text):
-            op = parse_reg_operand(piece, in_defs=True)
-            if op is None:
-                raise MirError(f"{where}:{line + 1}: cannot parse definition {piece!r} in {text!r}")
-            regs.append(op)
-    for piece in split_top(rest):
+    for piece in split_top(defs_text):
+        op = parse_reg_operand(piece, in_defs=True)
+        if op is None:
+            raise MirError(f"{here}: cannot parse definition {brief(piece)} in {brief(text)}")
+        regs.append(op)
+    for piece in split_top(words[1] if len(words) > 1 else ""):
         op = parse_reg_operand(piece, in_defs=False)
         if op is not None:
             regs.append(op)
+        elif not piece or (_REG_OPERAND.match(piece) is None and _names_register(piece)):
+            raise MirError(f"{here}: cannot parse operand {brief(piece)} in {brief(text)}")
     mem: list[MemOperand] = []
-    if mem_text:
-        for piece in split_top(mem_text):
-            if not (piece.startswith("(") and piece.endswith(")")):
-                raise MirError(f"{where}:{line + 1}: cannot parse memory operand {piece!r}")
-            mem.append(parse_mem_operand(piece[1:-1]))
+    for piece in split_top(mem_text):
+        if not (piece.startswith("(") and piece.endswith(")")):
+            raise MirError(f"{here}: cannot parse memory operand {brief(piece)}")
+        mem.append(parse_mem_operand(piece[1:-1]))
     return MirInstr(line, text, opcode, tuple(regs), tuple(mem))
 
 
+def _names_register(piece: str) -> bool:
+    """Whether ``piece`` names a register outside brackets and quoted strings."""
+    keep = set(_top_level(piece))
+    top = "".join(c if i in keep else " " for i, c in enumerate(piece))
+    return _REG_WORD.search(top) is not None
+
+
 # ---------------------------------------------------------------------- document structure
-def read_mir(source: str | os.PathLike, text: str | None = None) -> MirModule:
-    """Parse MIR from a path, or from ``text`` (``source`` then only names it in errors)."""
-    if text is None:
-        path = Path(source)
-        if not path.exists():
-            raise FileNotFoundError(f"{path}: no such MIR file")
-        text = path.read_text()
+#: Largest MIR file read (bytes).
+MAX_MIR_BYTES = 1 << 30
+
+_KEY = re.compile(r"^(?P<key>[A-Za-z_][A-Za-z0-9_-]*):(?:[ \t]+(?P<value>.*))?$")
+_BLOCK_SCALAR = re.compile(r"^[|>][-+]?[1-9]?[-+]?\s*(?:#.*)?$")
+_DEFINE = re.compile(r"^\s+define\b[^@]*@(?P<name>\"(?:[^\"\\]|\\.)*\"|[-\w$.]+)")
+_BB_REF = re.compile(r"%bb\.(\d+)")
+
+
+def split_lines(text: str) -> list[str]:
+    """``text`` cut after each ``\\n`` (the only line break of YAML and LLVM's reader; other
+    Unicode line separators stay inside their line). Joined, the pieces give ``text``."""
+    parts = text.split("\n")
+    return [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+
+
+def read_mir_text(source: str | os.PathLike, text: str | None = None) -> ParsedMir:
+    """Parse MIR from a path, or from ``text`` (``source`` then only names it in errors).
+
+    The file is a YAML stream as ``llc`` writes it: an optional embedded LLVM IR document
+    (``--- |`` ... ``...``) and one document per machine function. Anything the reader cannot
+    place (a stray line, a truncated document, an unparsable instruction) raises `MirError`
+    naming the file and line; nothing is skipped silently.
+    """
     where = str(source)
-    lines = text.splitlines(keepends=True)
-    functions: list[MirFunction] = []
-    i = 0
-    n = len(lines)
-    doc_start = -1
-    saw_document = False
+    if text is None:
+        text = read_text(source, MirError, MAX_MIR_BYTES)
+    lines = split_lines(text)
+    pending: list[_FunctionDoc] = []
+    defined: dict[str, int] = {}  # IR functions with a body -> line index of their define
+    i, n = 0, len(lines)
+    last: tuple[str, int, bool] | None = None  # (kind, first line, ended with '...')
     while i < n:
         raw = lines[i].rstrip("\r\n")
-        if raw.startswith("---"):
-            saw_document = True
-            doc_start = i
+        if not raw.strip() or raw.startswith(("#", "%")):  # blank, comment, YAML directive
             i += 1
-            if raw.rstrip() in ("--- |", "---|") or raw.startswith("--- |"):
-                i = _skip_ir_document(lines, i)
-                continue
-            i = _parse_function(lines, i, where, functions)
             continue
-        i += 1
-    if not saw_document:
+        if not _is_doc_start(raw):
+            if last is None:
+                raise MirError(f"{where}:{i + 1}: not MIR: expected '---', got {brief(raw)}")
+            raise MirError(
+                f"{where}:{i + 1}: unexpected line {brief(raw)} after the end of a document "
+                "(expected '---')"
+            )
+        rest = raw[3:].strip()
+        if _BLOCK_SCALAR.match(rest):
+            j, ended = _ir_document(lines, i + 1, where, defined)
+            last = ("the embedded LLVM IR", i, ended)
+        elif not rest:
+            j, ended, doc = _function_document(lines, i + 1, where)
+            pending.append(doc)
+            last = (f"function {doc.name!r}", i, ended)
+        else:
+            raise MirError(f"{where}:{i + 1}: unexpected text after '---': {brief(rest)}")
+        i = j
+    if last is None:
         raise MirError(f"{where}:1: not MIR (no '---' document)")
-    del doc_start
-    return MirModule(where, lines, functions)
+    if not last[2]:
+        raise MirError(
+            f"{where}:{n}: truncated MIR: {last[0]} (document from line {last[1] + 1}) "
+            "does not end with '...'"
+        )
+    functions = [
+        MirFunction(d.name, d.classes, _parse_body(lines, *d.body, where, d.name), d.name_line)
+        for d in pending
+    ]
+    _check_every_define_has_a_function(defined, functions, where)
+    return ParsedMir(where, lines, functions)
 
 
-def _skip_ir_document(lines: list[str], i: int) -> int:
-    """Skip an embedded LLVM IR document (``--- |`` ... ``...``)."""
+def _is_doc_start(raw: str) -> bool:
+    return raw.startswith("---") and (len(raw) == 3 or raw[3] in " \t")
+
+
+def _is_doc_end(raw: str) -> bool:
+    return raw.startswith("...") and not raw[3:].strip()
+
+
+def _ir_document(lines: list[str], i: int, where: str, defined: dict[str, int]):
+    """Read the embedded LLVM IR block (indented lines) from ``i``; returns (next index, whether
+    it ended with ``...``). Records the functions it defines."""
     while i < len(lines):
         raw = lines[i].rstrip("\r\n")
-        if raw == "..." or raw.startswith("---"):
-            return i + 1 if raw == "..." else i
+        if _is_doc_end(raw):
+            return i + 1, True
+        if _is_doc_start(raw):
+            return i, False
+        if raw.strip() and not raw.startswith(" "):
+            raise MirError(
+                f"{where}:{i + 1}: line {brief(raw)} inside the embedded LLVM IR is not "
+                "indented (a truncated or damaged IR document)"
+            )
+        m = _DEFINE.match(raw)
+        if m:
+            defined.setdefault(_unquote(m.group("name")), i)
         i += 1
-    return i
+    return i, False
 
 
-def _parse_function(lines: list[str], i: int, where: str, out: list[MirFunction]) -> int:
-    """Parse one function document starting after its ``---`` line; returns the next index."""
-    name = ""
-    name_line = i
-    classes: dict[str, str] = {}
-    blocks: list[MirBlock] = []
-    n = len(lines)
-    while i < n:
+def _check_every_define_has_a_function(
+    defined: dict[str, int], functions: list[MirFunction], where: str
+) -> None:
+    """LLVM needs a machine function for every IR function with a body (else: truncated)."""
+    have = {f.name for f in functions}
+    for name, line in defined.items():
+        if name not in have:
+            raise MirError(
+                f"{where}:{line + 1}: function {name!r} is defined in the IR but has no machine "
+                "function document (truncated MIR?)"
+            )
+
+
+def _unquote(s: str) -> str:
+    s = s.strip()
+    if len(s) >= 2 and s[0] == s[-1] and s[0] in "'\"":
+        return s[1:-1]
+    return s
+
+
+class _FunctionDoc(NamedTuple):
+    """A function document whose body is not parsed yet."""
+
+    name: str
+    name_line: int
+    classes: dict[str, str]
+    body: tuple[int, int]  # line range [start, end) of the body block scalar
+
+
+def _function_document(lines: list[str], i: int, where: str) -> tuple[int, bool, _FunctionDoc]:
+    """Read one function document from ``i`` (after its ``---``); returns (next index, whether
+    it ended with ``...``, the document). Top-level lines are ``key: value`` (each key once);
+    indented lines belong to the key above them; ``body: |`` holds the blocks."""
+    first = i
+    keys: dict[str, int] = {}
+    name, classes, body = "", {}, None
+    ended = False
+    while i < len(lines):
         raw = lines[i].rstrip("\r\n")
-        if raw == "..." or raw.startswith("---"):
-            break
-        if raw.startswith("name:"):
-            name = raw.split(":", 1)[1].strip().strip("'\"")
-            name_line = i
-        elif raw.startswith("registers:"):
+        if _is_doc_end(raw):
+            ended = True
             i += 1
-            while i < n and (lines[i].startswith(" ") or not lines[i].strip()):
-                m = _REGISTER_ENTRY.search(lines[i])
-                if m:
-                    rid = m.group("id").strip("'\"")
-                    classes[rid if rid.startswith("%") else f"%{rid}"] = m.group("cls")
-                i += 1
+            break
+        if _is_doc_start(raw):
+            break
+        if not raw.strip() or raw.startswith("#"):
+            i += 1
             continue
-        elif raw.startswith("body:"):
-            i = _parse_body(lines, i + 1, where, name, blocks)
-            break
+        if raw.startswith(" "):
+            if not keys:
+                raise MirError(f"{where}:{i + 1}: indented line {brief(raw)} before any key")
+            i += 1  # part of the value of the key above (nested mapping or list)
+            continue
+        m = _KEY.match(raw)
+        if m is None:
+            raise MirError(
+                f"{where}:{i + 1}: unexpected line {brief(raw)} in a function document "
+                "(expected 'key: value', '...' or '---')"
+            )
+        key, value = m.group("key"), (m.group("value") or "").strip()
+        if key in keys:
+            raise MirError(f"{where}:{i + 1}: key {key!r} repeated (first at line {keys[key] + 1})")
+        keys[key] = i
         i += 1
-    else:
-        if not blocks:
-            raise MirError(f"{where}:{n}: truncated MIR: function {name!r} has no 'body:'")
+        if key == "name":
+            name = _unquote(value)
+        elif key == "registers":
+            i, classes = _register_classes(lines, i)
+        elif key == "body":
+            if not _BLOCK_SCALAR.match(value):
+                raise MirError(f"{where}:{i}: 'body:' must be a block scalar ('body: |')")
+            body = (i, _block_scalar_end(lines, i, where))
+            i = body[1]
     if not name:
-        raise MirError(f"{where}:{name_line + 1}: function document without 'name:'")
-    while i < n:
-        raw = lines[i].rstrip("\r\n")
-        if raw == "...":
-            i += 1
-            break
-        if raw.startswith("---"):
-            break
+        at = keys.get("name", first - 1) + 1
+        raise MirError(f"{where}:{at}: function document without a 'name:'")
+    if body is None:
+        raise MirError(f"{where}:{keys['name'] + 1}: function {name!r} has no 'body:'")
+    return i, ended, _FunctionDoc(name, keys["name"], classes, body)
+
+
+def _register_classes(lines: list[str], i: int) -> tuple[int, dict[str, str]]:
+    """The ``registers:`` list from ``i``: virtual register -> class; returns (next, classes)."""
+    entries: list[str] = []
+    while i < len(lines) and (lines[i].startswith(" ") or not lines[i].strip()):
+        s = lines[i].strip()
+        if s.startswith("- ") or s == "-":
+            entries.append(s[1:])
+        elif entries:
+            entries[-1] += " " + s
         i += 1
-    else:
-        if lines and lines[-1].rstrip("\r\n") != "...":
-            raise MirError(f"{where}:{n}: truncated MIR: function {name!r} does not end with '...'")
-    out.append(MirFunction(name, classes, blocks, name_line))
+    classes: dict[str, str] = {}
+    for e in entries:
+        m = _REGISTER_ENTRY.search(e)
+        if m:
+            rid = _unquote(m.group("id"))
+            classes[rid if rid.startswith("%") else f"%{rid}"] = m.group("cls")
+    return i, classes
+
+
+def _block_scalar_end(lines: list[str], i: int, where: str) -> int:
+    """End (exclusive) of the indented block scalar starting at ``i``; a line indented less
+    than its first line but not at column 0 is an error (YAML rejects it too)."""
+    indent = 0
+    while i < len(lines):
+        raw = lines[i].rstrip("\r\n")
+        if not raw.strip():
+            i += 1
+            continue
+        k = len(raw) - len(raw.lstrip(" "))
+        if k == 0:
+            break
+        if indent == 0:
+            indent = k
+        elif k < indent:
+            raise MirError(
+                f"{where}:{i + 1}: line {brief(raw)} is indented less than the body above it"
+            )
+        i += 1
     return i
 
 
-def _parse_body(lines: list[str], i: int, where: str, fname: str, blocks: list[MirBlock]) -> int:
-    """Parse the ``body: |`` block scalar; returns the index of the first line after it."""
-    n = len(lines)
+def _parse_body(lines: list[str], i: int, end: int, where: str, fname: str) -> list[MirBlock]:
+    """Parse the body lines ``[i, end)`` into blocks. Every non-blank line is a block header,
+    ``successors:`` / ``liveins:`` (before the block's instructions), a comment or an
+    instruction; anything else raises `MirError`."""
+    here_fn = f"{where} (function {fname!r})"
+    blocks: list[MirBlock] = []
+    refs: list[tuple[int, int]] = []  # (line, block number) of each %bb.N reference
     block: MirBlock | None = None
     last_owner: list[int] | None = None  # trailing list of the last instruction
-    while i < n:
-        line = lines[i]
-        raw = line.rstrip("\r\n")
-        if raw and not raw[0].isspace():
-            break  # the block scalar ended (e.g. '...')
-        s = raw.strip()
-        here = f"{where}:{i + 1}"
-        if not s:
+    while i < end:
+        s = lines[i].strip()
+        here = f"{here_fn}:{i + 1}"
+        m = _BLOCK.match(s)
+        if not s or m:
+            if m:
+                block = _new_block(m, i, blocks, here)
             last_owner = None  # blank lines stay where they are
             i += 1
             continue
-        m = _BLOCK.match(s)
-        if m:
-            block = MirBlock(int(m.group("num")), m.group("name") or "", i, None)
-            blocks.append(block)
-            last_owner = None
-            i += 1
-            continue
-        if block is None:
-            if s.startswith(";"):
-                i += 1
-                continue
-            raise MirError(f"{here}: expected a basic block header 'bb.N:', got {s!r}")
         if s.startswith(";"):
-            if last_owner is not None:
+            if block is not None and last_owner is not None:
                 last_owner.append(i)
             i += 1
             continue
-        if s.startswith("successors:") and not block.instrs:
-            block.successors = [int(x) for x in re.findall(r"%bb\.(\d+)", s)]
+        if block is None:
+            raise MirError(f"{here}: expected a basic block header 'bb.N:', got {brief(s)}")
+        if s.startswith(("successors:", "liveins:")):
+            if block.instrs:
+                raise MirError(f"{here}: {s.split(':')[0]!r} after the block's instructions")
+            if s.startswith("successors:"):
+                block.successors = [int(x) for x in _BB_REF.findall(s)]
+                refs += [(i, x) for x in block.successors]
             i += 1
             continue
-        if s.startswith("liveins:") and not block.instrs:
-            i += 1
-            continue
-        instr = parse_instruction(s, i, f"{where} (function {fname!r})")
+        instr = parse_instruction(s, i, here_fn)
+        refs += [(i, int(x)) for x in _BB_REF.findall(_strip_comment(s))]
         if s.endswith("{"):
-            j = i + 1
-            while j < n and lines[j].strip() != "}":
-                if lines[j].strip() and not lines[j][0].isspace():
-                    j = n
-                    break
-                j += 1
-            if j >= n:
-                raise MirError(f"{here}: bundle opened here is never closed with '}}'")
+            j = _bundle_end(lines, i + 1, end, here)
             instr = MirInstr(instr.line, instr.text, instr.opcode, instr.regs, instr.mem, j)
             block.instrs.append(instr)
             block.trailing.append(list(range(i + 1, j + 1)))
@@ -492,5 +605,38 @@ def _parse_body(lines: list[str], i: int, where: str, fname: str, blocks: list[M
         last_owner = block.trailing[-1]
         i += 1
     if not blocks:
-        raise MirError(f"{where}:{i + 1}: function {fname!r} has an empty body")
-    return i
+        raise MirError(f"{here_fn}:{i}: the body has no basic block")
+    _check_block_refs(blocks, refs, here_fn)
+    return blocks
+
+
+def _new_block(m: re.Match, i: int, blocks: list[MirBlock], here: str) -> MirBlock:
+    number = int(m.group("num"))
+    for b in blocks:
+        if b.number == number:
+            raise MirError(
+                f"{here}: block bb.{number} defined twice (first at line {b.header_line + 1})"
+            )
+    blocks.append(MirBlock(number, m.group("name") or "", i, None))
+    return blocks[-1]
+
+
+def _bundle_end(lines: list[str], j: int, end: int, here: str) -> int:
+    """Index of the ``}`` closing a bundle whose first inner line is ``j``."""
+    while j < end and lines[j].strip() != "}":
+        j += 1
+    if j >= end:
+        raise MirError(f"{here}: bundle opened here is never closed with '}}'")
+    return j
+
+
+def _strip_comment(s: str) -> str:
+    k = _find_top(s, ";")
+    return s if k < 0 else s[:k]
+
+
+def _check_block_refs(blocks: list[MirBlock], refs: list[tuple[int, int]], here: str) -> None:
+    numbers = {b.number for b in blocks}
+    for line, number in refs:
+        if number not in numbers:
+            raise MirError(f"{here}:{line + 1}: reference to undefined block %bb.{number}")

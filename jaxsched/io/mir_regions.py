@@ -22,11 +22,19 @@ Rules (see ``docs/frontends.md``):
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 
 from jaxsched.io import latency as lat
-from jaxsched.io.mir_parse import MemOperand, MirBlock, MirFunction, MirInstr, MirModule
+from jaxsched.io.mir_parse import (
+    MemOperand,
+    MirBlock,
+    MirFunction,
+    MirInstr,
+    ParsedMir,
+    read_mir_text,
+)
 from jaxsched.problem.region import Edge, Instruction, Region, RegionError, Register
 
 #: Lane masks use one bit per 16-bit half of a 32-bit register.
@@ -73,6 +81,20 @@ class MirRegion:
 
     def __len__(self) -> int:
         return len(self.instrs)
+
+
+@dataclass
+class MirModule(ParsedMir):
+    """A parsed MIR file and its scheduling regions (in function, block, position order)."""
+
+    regions: list[MirRegion]
+
+
+def read_mir(source: str | os.PathLike, text: str | None = None) -> MirModule:
+    """Parse MIR from a path, or from ``text`` (``source`` then only names it in errors), and
+    extract its regions; see `jaxsched.io.mir_parse.read_mir_text` for what is checked."""
+    parsed = read_mir_text(source, text)
+    return MirModule(parsed.source, parsed.lines, parsed.functions, extract_regions(parsed))
 
 
 # ---------------------------------------------------------------------- registers
@@ -458,7 +480,7 @@ def _class_of(fn: MirFunction, reg: str, inline: dict[str, str]) -> str:
     return fn.reg_classes.get(reg) or inline.get(reg, "")
 
 
-def extract_regions(module: MirModule, min_size: int = 2) -> list[MirRegion]:
+def extract_regions(module: ParsedMir, min_size: int = 2) -> list[MirRegion]:
     """Every scheduling region of ``module`` with at least ``min_size`` instructions."""
     out: list[MirRegion] = []
     for fn in module.functions:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from jaxsched.io.mir_parse import MirError, MirModule
-from jaxsched.io.mir_regions import MirRegion
+from jaxsched.io.mir_parse import MirError
+from jaxsched.io.mir_regions import MirModule, MirRegion
 
 Order = Sequence[int] | None
 

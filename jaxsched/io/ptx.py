@@ -26,9 +26,9 @@ import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from jaxsched.errors import InputError
+from jaxsched.files import read_text
 
 __all__ = ["PtxBlock", "PtxError", "PtxFunction", "classify", "kernel_string", "read_ptx"]
 
@@ -262,19 +262,17 @@ def _add_instruction(blocks: list[PtxBlock], text: str, line: int, bb_comment: s
         blocks.append(PtxBlock(str(len(blocks))))
 
 
+#: Largest PTX file read (bytes).
+MAX_PTX_BYTES = 1 << 30
+
+
 def _read_text(path_or_text: str | os.PathLike) -> tuple[str, str]:
-    if isinstance(path_or_text, os.PathLike):
-        p = Path(path_or_text)
-        if not p.exists():
-            raise FileNotFoundError(f"{p}: no such PTX file")
-        return p.read_text(), str(p)
-    s = str(path_or_text)
-    if "\n" in s or "{" in s:
-        return s, "<ptx>"
-    p = Path(s)
-    if not p.exists():
-        raise FileNotFoundError(f"{p}: no such PTX file")
-    return p.read_text(), str(p)
+    """(text, name for messages) of a path or of PTX text (a string with a newline or ``{``)."""
+    if not isinstance(path_or_text, os.PathLike):
+        s = str(path_or_text)
+        if "\n" in s or "{" in s:
+            return s, "<ptx>"
+    return read_text(path_or_text, PtxError, MAX_PTX_BYTES), str(path_or_text)
 
 
 def kernel_string(

@@ -8,7 +8,10 @@
      "live_in": ["%3"], "live_out": ["%5"],
      "live_through": {"VGPR": 3, "SGPR": 10}}
 
-See ``docs/region-format.md`` for the full rules.
+See ``docs/region-format.md`` for the rules and ``docs/limits.md`` for the limits. Loading
+checks the JSON structure before using it: any file (any bytes, size, nesting or JSON shape)
+either loads or raises `RegionError` naming the file, the line (JSON Lines), the region and the
+item.
 """
 
 from __future__ import annotations
@@ -18,9 +21,28 @@ import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from jaxsched.problem.region import Region, RegionError
+from jaxsched.files import decode, open_binary, read_bytes, read_lines
+from jaxsched.problem.region import FORMAT, Region, RegionError, brief
 
-FORMAT = "jaxsched.region/1"
+__all__ = [
+    "FORMAT",
+    "MAX_NUMBER_DIGITS",
+    "MAX_REGION_BYTES",
+    "iter_regions",
+    "load_region",
+    "load_regions",
+    "region_from_dict",
+    "region_to_dict",
+    "save_regions",
+]
+
+#: Largest JSON text of one region: a line of a ``.jsonl`` file or a whole ``.json`` file.
+MAX_REGION_BYTES = 256 << 20
+#: Most digits in one JSON integer (every number of the format fits in far fewer).
+MAX_NUMBER_DIGITS = 20
+
+#: The whitespace characters of JSON (a line of only these is blank).
+_JSON_SPACE = " \t\r\n"
 _FIELDS = {
     "format",
     "name",
@@ -34,33 +56,26 @@ _FIELDS = {
 
 
 def region_from_dict(d: object, where: str = "<input>") -> Region:
-    """Build a validated `Region` from a parsed JSON object; `RegionError` names the place."""
+    """Build a validated `Region` from a parsed JSON object; `RegionError` names the place.
+
+    Only the JSON forms of docs/region-format.md are accepted: instructions and registers are
+    objects, edges are lists (the tuple forms of `Region.build` are for Python callers).
+    """
     if not isinstance(d, dict):
-        raise RegionError(f"{where}: a region must be a JSON object, got {type(d).__name__}")
+        raise RegionError(f"{where}: a region must be a JSON object, got {brief(d)}")
     name = d.get("name", where)
     if not isinstance(name, str):
-        raise RegionError(f"{where}: 'name' must be a string")
-    here = f"{where} (region {name!r})"
+        raise RegionError(f"{where}: 'name' must be a string, got {brief(name)}")
+    here = f"{where} (region {brief(name)})" if "name" in d else where
     fmt = d.get("format", FORMAT)
     if fmt != FORMAT:
-        raise RegionError(f"{here}: unsupported format {fmt!r} (expected {FORMAT!r})")
-    unknown = set(d) - _FIELDS
+        raise RegionError(f"{here}: unsupported format {brief(fmt)} (expected {FORMAT!r})")
+    unknown = sorted(set(d) - _FIELDS)
     if unknown:
-        raise RegionError(f"{here}: unknown fields {sorted(unknown)}")
-    for key, typ in (("instructions", list), ("registers", dict), ("edges", list)):
-        if key not in d:
-            if key == "registers" or key == "edges":
-                continue
-            raise RegionError(f"{here}: missing field {key!r}")
-        if not isinstance(d[key], typ):
-            raise RegionError(f"{here}: field {key!r} must be a JSON {typ.__name__}")
-    for key in ("live_in", "live_out"):
-        if key in d and (
-            not isinstance(d[key], list) or not all(isinstance(x, str) for x in d[key])
-        ):
-            raise RegionError(f"{here}: field {key!r} must be a list of register names")
-    if "live_through" in d and not isinstance(d["live_through"], dict):
-        raise RegionError(f"{here}: field 'live_through' must be an object")
+        raise RegionError(f"{here}: unknown fields {brief(unknown)}")
+    if "instructions" not in d:
+        raise RegionError(f"{here}: missing field 'instructions'")
+    _check_json_forms(d, here)
     try:
         return Region.build(
             name,
@@ -75,49 +90,53 @@ def region_from_dict(d: object, where: str = "<input>") -> Region:
         raise RegionError(f"{where}: {e}") from None
 
 
+def _check_json_forms(d: dict, here: str) -> None:
+    """Containers have the JSON type the format names (values are checked by `Region.build`)."""
+    for key, typ in (
+        ("instructions", list),
+        ("registers", dict),
+        ("edges", list),
+        ("live_in", list),
+        ("live_out", list),
+        ("live_through", dict),
+    ):
+        if key in d and not isinstance(d[key], typ):
+            kind = "list" if typ is list else "object"
+            raise RegionError(f"{here}: field {key!r} must be a JSON {kind}, got {brief(d[key])}")
+    for k, x in enumerate(d["instructions"]):
+        if not isinstance(x, dict):
+            raise RegionError(
+                f'{here}: instruction {k} must be an object {{"text", "defs", "uses"}}, '
+                f"got {brief(x)}"
+            )
+    for name, v in d.get("registers", {}).items():
+        if not isinstance(v, dict):
+            raise RegionError(
+                f'{here}: register {brief(name)} must be an object {{"file", "width"}}, '
+                f"got {brief(v)}"
+            )
+
+
 def region_to_dict(region: Region) -> dict:
-    """The JSON object of a region (explicit live_in / live_out, edges with their kind)."""
-    return {
-        "format": FORMAT,
-        "name": region.name,
-        "instructions": [
-            {"text": i.text, "defs": list(i.defs), "uses": list(i.uses)}
-            for i in region.instructions
-        ],
-        "registers": {
-            k: {"file": r.file, "width": r.width} for k, r in sorted(region.registers.items())
-        },
-        "edges": [
-            [e.src, e.dst, e.latency] if e.kind == "data" else [e.src, e.dst, e.latency, e.kind]
-            for e in region.edges
-        ],
-        "live_in": list(region.live_in),
-        "live_out": list(region.live_out),
-        "live_through": dict(sorted(region.live_through.items())),
-    }
+    """The JSON object of a region (`Region.to_dict`)."""
+    return region.to_dict()
 
 
 def iter_regions(path: str | os.PathLike) -> Iterator[Region]:
-    """Regions of a file, lazily: a JSON file holds one region (or a list of regions), a
-    ``.jsonl`` file one region per non-empty line. Errors name the file and line."""
+    """Regions of a file, lazily: a ``.json`` file holds one region (or a list of regions), a
+    ``.jsonl`` file one region per non-empty line (lines end with ``\\n``); ``.gz`` files are
+    decompressed (``regions.jsonl.gz``). Errors name the file and line."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise RegionError(f"{path}: cannot read ({e.strerror})") from None
-    if not text.strip():
+    inner = Path(path.stem) if path.suffix == ".gz" else path
+    with open_binary(path, RegionError) as f:
+        if inner.suffix == ".jsonl":
+            yield from _iter_jsonl(f, str(path))
+            return
+        text = decode(
+            read_bytes(f, str(path), RegionError, MAX_REGION_BYTES), str(path), RegionError
+        )
+    if not text.strip(_JSON_SPACE):
         raise RegionError(f"{path}: empty file (no regions)")
-    if path.suffix == ".jsonl":
-        count = 0
-        for lineno, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
-            yield region_from_dict(_parse(line, where), where)
-            count += 1
-        if count == 0:
-            raise RegionError(f"{path}: empty file (no regions)")
-        return
     data = _parse(text, str(path))
     if isinstance(data, list):
         if not data:
@@ -126,6 +145,19 @@ def iter_regions(path: str | os.PathLike) -> Iterator[Region]:
             yield region_from_dict(item, f"{path}[{k}]")
     else:
         yield region_from_dict(data, str(path))
+
+
+def _iter_jsonl(f, path: str) -> Iterator[Region]:
+    count = 0
+    for lineno, raw in read_lines(f, path, RegionError, MAX_REGION_BYTES):
+        where = f"{path}:{lineno}"
+        text = decode(raw, where, RegionError, one_line=True)
+        if not text.strip(_JSON_SPACE):
+            continue
+        yield region_from_dict(_parse(text, where), where)
+        count += 1
+    if count == 0:
+        raise RegionError(f"{path}: empty file (no regions)")
 
 
 def load_regions(*paths: str | os.PathLike) -> list[Region]:
@@ -148,17 +180,51 @@ def save_regions(regions: Iterable[Region], path: str | os.PathLike) -> None:
     if path.suffix == ".jsonl":
         with path.open("w") as f:
             for r in regions:
-                f.write(json.dumps(region_to_dict(r), separators=(",", ":")) + "\n")
+                f.write(json.dumps(r.to_dict(), separators=(",", ":")) + "\n")
     else:
         if len(regions) != 1:
-            raise ValueError(f"{path}: a .json file holds one region; use .jsonl for many")
-        path.write_text(json.dumps(region_to_dict(regions[0]), indent=1) + "\n")
+            raise RegionError(f"{path}: a .json file holds one region; use .jsonl for many")
+        path.write_text(json.dumps(regions[0].to_dict(), indent=1) + "\n")
+
+
+# ---------------------------------------------------------------------- strict JSON
+class _Reject(Exception):
+    """Raised by the JSON hooks; carries the message."""
+
+
+def _object(pairs: list[tuple[str, object]]) -> dict:
+    d = dict(pairs)
+    if len(d) != len(pairs):
+        seen: set[str] = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise _Reject(f"duplicate key {brief(k)} in an object")
+            seen.add(k)
+    return d
+
+
+def _int(s: str) -> int:
+    if len(s.lstrip("-")) > MAX_NUMBER_DIGITS:
+        raise _Reject(f"an integer of {len(s.lstrip('-'))} digits (at most {MAX_NUMBER_DIGITS})")
+    return int(s)
+
+
+def _constant(s: str) -> object:
+    raise _Reject(f"{s} is not a JSON value")
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_object, parse_int=_int, parse_constant=_constant)
 
 
 def _parse(text: str, where: str) -> object:
+    """Strict JSON: no duplicate keys, no NaN/Infinity, bounded integers and nesting."""
     try:
-        return json.loads(text)
+        return _DECODER.decode(text)
     except json.JSONDecodeError as e:
         raise RegionError(
             f"{where}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}"
         ) from None
+    except _Reject as e:
+        raise RegionError(f"{where}: invalid region file: {e}") from None
+    except RecursionError:
+        raise RegionError(f"{where}: invalid region file: JSON nested too deeply") from None

@@ -16,6 +16,7 @@ Liveness model (shared by every solver and re-implemented independently by the v
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -24,18 +25,54 @@ import numpy as np
 
 from jaxsched.errors import InputError
 
+# Limits (docs/limits.md); `Region.build` rejects anything beyond them with `RegionError`.
 #: Largest region accepted by the loaders and solvers (instructions).
 MAX_INSTRUCTIONS = 16384
+#: Most dependence edges in one region (after reading, before merging duplicates).
+MAX_EDGES = 1 << 22
+#: Most registers named in one region's ``registers``.
+MAX_REGISTERS = 1 << 20
+#: Most distinct registers in one instruction's ``defs`` (and, separately, ``uses``).
+MAX_OPERANDS = 1024
 #: Largest register width (32-bit units) accepted.
 MAX_REGISTER_WIDTH = 32
 #: Largest latency accepted (cycles).
 MAX_LATENCY = 100_000
+#: Largest live-through pressure of one register file (32-bit units).
+MAX_LIVE_THROUGH = 1 << 16
+#: Longest region, register or register-file name (characters).
+MAX_NAME_LENGTH = 4096
+#: Longest instruction ``text`` (characters).
+MAX_TEXT_LENGTH = 1 << 16
+
+#: The region file format written by `Region.to_dict` (see `jaxsched.problem.format`).
+FORMAT = "jaxsched.region/1"
 
 EDGE_KINDS = ("data", "anti", "output", "other")
 
 
 class RegionError(InputError):
     """A region is malformed. The message names the region and the offending item."""
+
+
+class _Brief(reprlib.Repr):
+    """`reprlib.Repr` that never fails: huge integers are described, not converted."""
+
+    def repr_int(self, x: int, level: int) -> str:
+        if x.bit_length() > 128:
+            return f"<an integer of {x.bit_length()} bits>"
+        return repr(x)
+
+
+_BRIEF = _Brief(maxlevel=2, maxstring=60, maxother=60, maxlist=4, maxdict=4, maxtuple=4)
+
+
+def brief(value: object) -> str:
+    """A short, safe ``repr`` of any value for an error message (bounded size and depth)."""
+    try:
+        return _BRIEF.repr(value)
+    except Exception:  # an object whose repr fails: name its type
+        return f"<{type(value).__name__}>"
 
 
 class Instruction(NamedTuple):
@@ -91,40 +128,40 @@ class Region:
         live_out: Iterable[str] | None = None,
         live_through: Mapping[str, int] | None = None,
     ) -> Region:
-        """Validate and normalise a region; raises `RegionError` naming the problem.
+        """Validate and normalise a region; raises `RegionError` naming the problem and item.
+
+        Besides the file form (see `region_to_dict`), Python callers may give an instruction as
+        an `Instruction` or a ``(text, defs, uses)`` tuple, a register as a `Register` or a
+        ``(file, width)`` tuple and an edge as an `Edge`. Every value is checked against the
+        limits of this module (``MAX_*``, listed in docs/limits.md).
 
         Omitted ``live_in``: registers used before any def in input order. Omitted
         ``live_out``: registers defined and never used afterwards in input order. Duplicate
         edges (same src, dst) merge into one: the larger latency wins, and the kind of the
         edge with that latency is kept (``data`` preferred on ties).
         """
+        name = _string(name, "name", "region")
         where = f"region {name!r}"
-        insts = tuple(_instruction(i, x, where) for i, x in enumerate(instructions))
+        insts = _instructions(instructions, where)
         n = len(insts)
-        if n == 0:
-            raise RegionError(f"{where}: has no instructions")
-        if n > MAX_INSTRUCTIONS:
-            raise RegionError(f"{where}: {n} instructions exceeds the maximum {MAX_INSTRUCTIONS}")
-        regs = {str(k): _register(str(k), v, where) for k, v in registers.items()}
+        regs = _registers(registers, where)
         for i, inst in enumerate(insts):
             for r in (*inst.defs, *inst.uses):
                 if r not in regs:
                     raise RegionError(
-                        f"{where}: instruction {i} ({inst.text!r}) names register {r!r} "
+                        f"{where}: instruction {i} ({brief(inst.text)}) names register {r!r} "
                         "missing from 'registers'"
                     )
         merged = _merge_edges(edges, n, where)
-        live_in_t = _implied_live_in(insts) if live_in is None else tuple(sorted(set(live_in)))
-        live_out_t = _implied_live_out(insts) if live_out is None else tuple(sorted(set(live_out)))
-        for label, names in (("live_in", live_in_t), ("live_out", live_out_t)):
-            for r in names:
-                if r not in regs:
-                    raise RegionError(f"{where}: {label} register {r!r} missing from 'registers'")
-        lt: dict[str, int] = {}
-        for f, v in (live_through or {}).items():
-            if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 0:
-                raise RegionError(f"{where}: live_through[{f!r}] = {v!r} is not an integer >= 0")
-            lt[str(f)] = int(v)
+        if live_in is None:
+            live_in_t = _implied_live_in(insts)
+        else:
+            live_in_t = _live_names(live_in, "live_in", regs, where)
+        if live_out is None:
+            live_out_t = _implied_live_out(insts)
+        else:
+            live_out_t = _live_names(live_out, "live_out", regs, where)
+        lt = _live_through(live_through, where)
         region = cls(name, insts, regs, merged, live_in_t, live_out_t, lt)
         region._check_acyclic()
         return region
@@ -279,74 +316,187 @@ class Region:
         return self._cache["ready_bound"]
 
     def to_dict(self) -> dict:
-        """The region file form (``jaxsched.region/1``); see `jaxsched.problem.format`."""
-        from jaxsched.problem.format import region_to_dict
+        """The region file form (``jaxsched.region/1``, docs/region-format.md): explicit
+        live_in / live_out, edges with their kind when not ``data``."""
+        return {
+            "format": FORMAT,
+            "name": self.name,
+            "instructions": [
+                {"text": i.text, "defs": list(i.defs), "uses": list(i.uses)}
+                for i in self.instructions
+            ],
+            "registers": {
+                k: {"file": r.file, "width": r.width} for k, r in sorted(self.registers.items())
+            },
+            "edges": [[e.src, e.dst, e.latency] if e.kind == "data" else [*e] for e in self.edges],
+            "live_in": list(self.live_in),
+            "live_out": list(self.live_out),
+            "live_through": dict(sorted(self.live_through.items())),
+        }
 
-        return region_to_dict(self)
+
+# ---------------------------------------------------------------------- validation helpers
+def _string(v: object, what: str, where: str, limit: int = MAX_NAME_LENGTH) -> str:
+    """``v`` if it is a non-empty string of at most ``limit`` characters (valid Unicode)."""
+    if type(v) is str and 0 < len(v) <= limit and v.isascii():
+        return v  # the common case, checked fast
+    if not isinstance(v, str) or not v:
+        raise RegionError(f"{where}: {what} must be a non-empty string, got {brief(v)}")
+    if len(v) > limit:
+        raise RegionError(f"{where}: {what} {brief(v)} is longer than {limit:,} characters")
+    try:
+        v.encode("utf-8")
+    except UnicodeEncodeError:
+        raise RegionError(f"{where}: {what} {brief(v)} is not valid Unicode") from None
+    return v
 
 
-# ---------------------------------------------------------------------- helpers
-def _instruction(i: int, x: Instruction | tuple | Mapping, where: str) -> Instruction:
-    if isinstance(x, Instruction):
-        text, defs, uses = x
-    elif isinstance(x, Mapping):
-        unknown = set(x) - {"text", "defs", "uses"}
-        if unknown:
-            raise RegionError(f"{where}: instruction {i} has unknown fields {sorted(unknown)}")
+def _integer(v: object, what: str, where: str, lo: int, hi: int) -> int:
+    """``v`` if it is an integer (not a bool) in ``lo..hi``."""
+    if isinstance(v, bool) or not isinstance(v, int | np.integer):
+        raise RegionError(f"{where}: {what} {brief(v)} is not an integer")
+    if not lo <= v <= hi:
+        raise RegionError(f"{where}: {what} {brief(v)} is not in {lo}..{hi:,}")
+    return int(v)
+
+
+def _is_list(v: object) -> bool:
+    t = type(v)
+    return t is list or t is tuple or (isinstance(v, Sequence) and not isinstance(v, str | bytes))
+
+
+def _is_mapping(v: object) -> bool:
+    return type(v) is dict or isinstance(v, Mapping)
+
+
+def _unknown_fields(d: Mapping, known: set[str], what: str, where: str) -> None:
+    unknown = [k for k in d if k not in known]
+    if unknown:
+        names = sorted(brief(k) for k in unknown)
+        raise RegionError(f"{where}: {what} has unknown fields [{', '.join(names)}]")
+
+
+def _instructions(xs: object, where: str) -> tuple[Instruction, ...]:
+    if not _is_list(xs):
+        raise RegionError(f"{where}: 'instructions' must be a list, got {brief(xs)}")
+    if not xs:
+        raise RegionError(f"{where}: has no instructions")
+    if len(xs) > MAX_INSTRUCTIONS:
+        raise RegionError(f"{where}: {len(xs)} instructions exceeds the maximum {MAX_INSTRUCTIONS}")
+    return tuple(_instruction(i, x, where) for i, x in enumerate(xs))
+
+
+def _instruction(i: int, x: object, where: str) -> Instruction:
+    item = f"instruction {i}"
+    if _is_mapping(x):
+        _unknown_fields(x, {"text", "defs", "uses"}, item, where)
         text, defs, uses = x.get("text", ""), x.get("defs", []), x.get("uses", [])
-    else:
+    elif _is_list(x) and len(x) == 3:
         text, defs, uses = x
-    for label, names in (("defs", defs), ("uses", uses)):
-        if isinstance(names, str) or not isinstance(names, Sequence):
-            raise RegionError(f"{where}: instruction {i} field {label!r} must be a list of names")
-        for r in names:
-            if not isinstance(r, str) or not r:
-                raise RegionError(
-                    f"{where}: instruction {i} field {label!r} has a non-string name {r!r}"
-                )
-    if not isinstance(text, str):
-        raise RegionError(f"{where}: instruction {i} field 'text' must be a string")
-    # A register named twice in one list counts once (its pressure is the same).
-    return Instruction(text, tuple(dict.fromkeys(defs)), tuple(dict.fromkeys(uses)))
-
-
-def _register(name: str, v: Register | tuple | Mapping, where: str) -> Register:
-    if isinstance(v, Mapping):
-        unknown = set(v) - {"file", "width"}
-        if unknown:
-            raise RegionError(f"{where}: register {name!r} has unknown fields {sorted(unknown)}")
-        if "file" not in v:
-            raise RegionError(f"{where}: register {name!r} has no 'file'")
-        file, width = v["file"], v.get("width", 1)
     else:
-        file, width = v
-    if not isinstance(file, str) or not file:
-        raise RegionError(f"{where}: register {name!r} has an invalid file {file!r}")
-    if isinstance(width, bool) or not isinstance(width, int | np.integer):
-        raise RegionError(f"{where}: register {name!r} width {width!r} is not an integer")
-    if width <= 0 or width > MAX_REGISTER_WIDTH:
         raise RegionError(
-            f"{where}: register {name!r} width {width} is not in 1..{MAX_REGISTER_WIDTH}"
+            f"{where}: {item} must be an object with 'text', 'defs', 'uses'; got {brief(x)}"
         )
-    return Register(file, int(width))
+    if not isinstance(text, str):
+        raise RegionError(f"{where}: {item} field 'text' must be a string, got {brief(text)}")
+    if text:
+        _string(text, f"{item} field 'text'", where, MAX_TEXT_LENGTH)
+    out = []
+    for label, names in (("defs", defs), ("uses", uses)):
+        what = f"{item} field {label!r}"
+        if not _is_list(names):
+            raise RegionError(f"{where}: {what} must be a list of register names")
+        # A register named twice in one list counts once (its pressure is the same).
+        unique = tuple(dict.fromkeys(_string(r, f"{what} name", where) for r in names))
+        if len(unique) > MAX_OPERANDS:
+            raise RegionError(
+                f"{where}: {what} names {len(unique)} registers (at most {MAX_OPERANDS})"
+            )
+        out.append(unique)
+    return Instruction(text, out[0], out[1])
 
 
-def _merge_edges(edges: Iterable[Edge | Sequence], n: int, where: str) -> tuple[Edge, ...]:
+def _registers(regs: object, where: str) -> dict[str, Register]:
+    if not isinstance(regs, Mapping):
+        raise RegionError(f"{where}: 'registers' must be an object, got {brief(regs)}")
+    if len(regs) > MAX_REGISTERS:
+        raise RegionError(f"{where}: {len(regs)} registers exceeds the maximum {MAX_REGISTERS}")
+    return {_string(k, "register name", where): _register(k, v, where) for k, v in regs.items()}
+
+
+def _register(name: str, v: object, where: str) -> Register:
+    item = f"register {name!r}"
+    if _is_mapping(v):
+        _unknown_fields(v, {"file", "width"}, item, where)
+        if "file" not in v:
+            raise RegionError(f"{where}: {item} has no 'file'")
+        file, width = v["file"], v.get("width", 1)
+    elif _is_list(v) and len(v) == 2:
+        file, width = v
+    else:
+        raise RegionError(
+            f"{where}: {item} must be an object with 'file' and 'width'; got {brief(v)}"
+        )
+    file = _string(file, f"{item} file", where)
+    return Register(file, _integer(width, f"{item} width", where, 1, MAX_REGISTER_WIDTH))
+
+
+def _live_names(names: object, label: str, regs: Mapping[str, Register], where: str):
+    if isinstance(names, str | bytes) or not isinstance(names, Iterable):
+        raise RegionError(f"{where}: {label!r} must be a list of register names")
+    out = set()
+    for r in names:
+        if not isinstance(r, str) or r not in regs:
+            raise RegionError(f"{where}: {label} register {brief(r)} missing from 'registers'")
+        out.add(r)
+    return tuple(sorted(out))
+
+
+def _live_through(lt: object, where: str) -> dict[str, int]:
+    if lt is None:
+        return {}
+    if not isinstance(lt, Mapping):
+        raise RegionError(f"{where}: 'live_through' must be an object, got {brief(lt)}")
+    return {
+        _string(f, "live_through file", where): _integer(
+            v, f"live_through[{f!r}] =", where, 0, MAX_LIVE_THROUGH
+        )
+        for f, v in lt.items()
+    }
+
+
+def _edge_fields(k: int, e: object, where: str) -> tuple[int, int, int, str]:
+    """(src, dst, latency, kind) of edge ``k`` with their types checked (not their ranges)."""
+    if type(e) is list and len(e) == 3 and type(e[0]) is type(e[1]) is type(e[2]) is int:
+        return e[0], e[1], e[2], "data"  # the common case, checked fast
+    if isinstance(e, Edge):
+        src, dst, lat, kind = e
+    elif _is_list(e) and len(e) in (3, 4):
+        src, dst, lat, kind = e[0], e[1], e[2], (e[3] if len(e) == 4 else "data")
+    else:
+        raise RegionError(f"{where}: edge {k} {brief(e)} is not [src, dst, latency(, kind)]")
+    for label, v in (("src", src), ("dst", dst), ("latency", lat)):
+        if isinstance(v, bool) or not isinstance(v, int | np.integer):
+            raise RegionError(f"{where}: edge {k} {label} {brief(v)} is not an integer")
+    if not isinstance(kind, str) or kind not in EDGE_KINDS:
+        raise RegionError(
+            f"{where}: edge {k} ({brief(src)} -> {brief(dst)}) has unknown kind {brief(kind)} "
+            f"(known: {', '.join(EDGE_KINDS)})"
+        )
+    return int(src), int(dst), int(lat), kind
+
+
+def _merge_edges(edges: object, n: int, where: str) -> tuple[Edge, ...]:
+    if isinstance(edges, str | bytes | Mapping) or not isinstance(edges, Iterable):
+        raise RegionError(f"{where}: 'edges' must be a list, got {brief(edges)}")
     best: dict[tuple[int, int], Edge] = {}
     for k, e in enumerate(edges):
-        if isinstance(e, Edge):
-            src, dst, lat, kind = e
-        else:
-            if not isinstance(e, Sequence) or isinstance(e, str) or len(e) not in (3, 4):
-                raise RegionError(f"{where}: edge {k} {e!r} is not [src, dst, latency(, kind)]")
-            src, dst, lat = e[0], e[1], e[2]
-            kind = e[3] if len(e) == 4 else "data"
-        for label, v in (("src", src), ("dst", dst), ("latency", lat)):
-            if isinstance(v, bool) or not isinstance(v, int | np.integer):
-                raise RegionError(f"{where}: edge {k} {label} {v!r} is not an integer")
+        if k >= MAX_EDGES:
+            raise RegionError(f"{where}: more than the maximum of {MAX_EDGES:,} edges")
+        src, dst, lat, kind = _edge_fields(k, e, where)
         if not (0 <= src < n) or not (0 <= dst < n):
             raise RegionError(
-                f"{where}: edge {k} ({src} -> {dst}) names a missing instruction "
+                f"{where}: edge {k} ({brief(src)} -> {brief(dst)}) names a missing instruction "
                 f"(region has {n}: ids 0..{n - 1})"
             )
         if src == dst:
@@ -355,21 +505,11 @@ def _merge_edges(edges: Iterable[Edge | Sequence], n: int, where: str) -> tuple[
             raise RegionError(f"{where}: edge {k} ({src} -> {dst}) has negative latency {lat}")
         if lat > MAX_LATENCY:
             raise RegionError(
-                f"{where}: edge {k} ({src} -> {dst}) latency {lat} exceeds {MAX_LATENCY}"
+                f"{where}: edge {k} ({src} -> {dst}) latency {brief(lat)} exceeds {MAX_LATENCY}"
             )
-        if kind not in EDGE_KINDS:
-            raise RegionError(
-                f"{where}: edge {k} ({src} -> {dst}) has unknown kind {kind!r} "
-                f"(known: {', '.join(EDGE_KINDS)})"
-            )
-        new = Edge(int(src), int(dst), int(lat), str(kind))
-        old = best.get((new.src, new.dst))
-        if (
-            old is None
-            or new.latency > old.latency
-            or (new.latency == old.latency and new.kind == "data")
-        ):
-            best[(new.src, new.dst)] = new
+        old = best.get((src, dst))
+        if old is None or lat > old.latency or (lat == old.latency and kind == "data"):
+            best[(src, dst)] = Edge(src, dst, lat, kind)
     return tuple(best[k] for k in sorted(best))
 
 
