@@ -190,7 +190,7 @@ class AntResults(NamedTuple):
 class StepInputs(NamedTuple):
     """Per-iteration inputs shared by all ants of a region."""
 
-    tau: jnp.ndarray  # f32[N + 1, N + 1]: pheromone; row N = start, column N = dummy
+    tau: jnp.ndarray  # f32|f16[N + 1, N + 1]: pheromone; row N = start, column N = dummy
     q0: jnp.ndarray  # f32[]: exploitation probability
     rp_limit: jnp.ndarray  # int32[F]: largest RP per file within the RP cost target
     stall_budget: jnp.ndarray  # f32[]: G, the stall count of the best schedule so far (>= 1)
@@ -319,7 +319,7 @@ def _scores(
     luc = kill.sum(axis=0).astype(jnp.float32)
     luc = luc / jnp.maximum(luc.max(axis=0), 1.0)
     key = (st.ready.key[:w] * ws + wl * luc) / jnp.maximum(ws + wl, 1e-6)
-    score = inp.tau[st.last[None, :], st.ready.ids[:w]] * (1.0 + key)
+    score = inp.tau[st.last[None, :], st.ready.ids[:w]].astype(jnp.float32) * (1.0 + key)
     calm_exists = (c.eligible & ~raises).any(axis=0)
     score = jnp.where(raises & calm_exists, score * params.rp_damping, score)
     safe_exists = (c.eligible & ~over).any(axis=0)

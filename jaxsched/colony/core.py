@@ -8,6 +8,7 @@ A state machine per region of a `ColonyProblem` (batch axis B), all on device:
   candidate meeting the RP pass's cost, with the stall budget G; after the ILP pass it is done;
 * ``solution``: the filters and the revert rule pick each region's result, never worse than
   its input order;
+* ``run``: up to k steps (a host can drive the loop in chunks and report progress);
 * ``solve``: ``init``, ``step`` until every region is done, ``solution``.
 
 Passes that cannot improve are skipped (the start meets the pass's lower bound, the exact search
@@ -263,6 +264,29 @@ def step(
     return _advance(state, problem, params, config)
 
 
+def run(
+    state: ColonyState,
+    problem: ColonyProblem,
+    params: ColonyParams,
+    steps: jnp.ndarray,
+    *,
+    config: ColonyConfig | None = None,
+) -> ColonyState:
+    """Up to ``steps`` (traced) iterations: `step` until every region is done or the count
+    is reached. Running ``a`` then ``b`` steps equals running ``a + b``."""
+    config = config or default_config()
+
+    def cond(carry):
+        s, k = carry
+        return (s.phase < DONE).any() & (k < steps)
+
+    def body(carry):
+        s, k = carry
+        return step(s, problem, params, config=config), k + 1
+
+    return lax.while_loop(cond, body, (state, jnp.int32(0)))[0]
+
+
 def _candidates(s: ColonyState, p: ColonyProblem):
     """(orders int32[C, N], peaks int32[C, F], lengths int32[C]) of the candidates: the starts,
     the RP pass's best and the ILP pass's best (C = len(SOURCES))."""
@@ -344,9 +368,6 @@ def solve(
     """
     config = config or default_config()
     state = init(problem, params, key, config=config)
-    state = lax.while_loop(
-        lambda s: (s.phase < DONE).any(),
-        lambda s: step(s, problem, params, config=config),
-        state,
-    )
+    # Each pass stops at the iteration cap, so this many steps finish every region.
+    state = run(state, problem, params, jnp.int32(2 * config.max_iterations + 2), config=config)
     return solution(state, problem, params)

@@ -13,14 +13,21 @@ import time
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsched.colony.core import Solution, default_config, solve
+from jaxsched.colony.core import DONE, Solution, default_config, init, run, solution
 from jaxsched.colony.params import NO_FILTERS, ColonyConfig, ColonyParams, default_params
-from jaxsched.colony.problem import CHOOSABLE_STARTS, SOURCES, canonical_shape, problem
+from jaxsched.colony.problem import (
+    CHOOSABLE_STARTS,
+    SOURCES,
+    ColonyProblem,
+    canonical_shape,
+    problem,
+)
 from jaxsched.compilation import COMPILED
 from jaxsched.errors import InputError
 from jaxsched.machines.model import Machine, gfx906
@@ -30,7 +37,9 @@ from jaxsched.problem.region import Region
 #: Default device-memory budget of one colony call (bytes); larger batches are split.
 DEFAULT_MEMORY_BUDGET = 2 << 30
 
-_solve_jit = jax.jit(solve, static_argnames=("config",))
+_init_jit = jax.jit(init, static_argnames=("config",))
+_run_jit = jax.jit(run, static_argnames=("config",), donate_argnames=("state",))
+_solution_jit = jax.jit(solution)
 
 
 @dataclass(frozen=True)
@@ -96,58 +105,80 @@ class Result:
         d["iterations"] = list(self.iterations)
         return d
 
+    @classmethod
+    def from_dict(cls, d: dict) -> Result:
+        """The inverse of `to_dict` (extra keys are ignored)."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        kw = {k: v for k, v in d.items() if k in names}
+        kw["cycles"] = np.asarray(kw["cycles"], np.int64)
+        kw["order"] = tuple(kw["order"])
+        kw["iterations"] = tuple(kw["iterations"])
+        return cls(**kw)
+
 
 # ------------------------------------------------------------------------------ memory
-def estimate_bytes(shape: PaddedShape, ants: int, batch: int = 1) -> int:
-    """Rough device bytes of one colony call (pheromone, per-ant state, results, temporaries)."""
+def estimate_bytes(
+    shape: PaddedShape, ants: int, batch: int = 1, pheromone_dtype: str = "float32"
+) -> int:
+    """Rough device bytes of one colony call (pheromone, per-ant state, results, temporaries).
+
+    Calibrated with XLA's memory analysis of compiled calls (N = 512..2048: the real use is
+    0.6-0.7x this estimate; the pheromone table and its in-loop copy dominate large regions).
+    """
     N, K, R, F = shape.n + 1, shape.ready + 1, shape.regs + 1, shape.files
     per_ant = 4 * (2 * K + 4 * N + 3 * R + 4 * F + 8) + R
     per_ant += 4 * shape.ready * 8  # scoring temporaries over the ready slots
-    per_region = 4 * 3 * N * N + ants * per_ant * 2
+    tau_bytes = 2 if pheromone_dtype == "float16" else 4
+    per_region = 3 * tau_bytes * N * N + ants * per_ant * 2
     return batch * per_region
 
 
 def fit_ants(shape: PaddedShape, config: ColonyConfig, budget: int) -> ColonyConfig:
-    """The config with as many wavefronts as fit ``budget`` for one region (at least one)."""
-    waves = config.wavefronts
-    while waves > 1 and estimate_bytes(shape, waves * config.wavefront_size) > budget:
-        waves //= 2
-    if estimate_bytes(shape, waves * config.wavefront_size) > budget:
-        raise MemoryError(
-            f"a region of {shape.n} instructions (padded) needs about "
-            f"{estimate_bytes(shape, config.wavefront_size) / 2**20:.0f} MiB with one wavefront "
-            f"of {config.wavefront_size} ants, over the memory budget of "
-            f"{budget / 2**20:.0f} MiB; raise memory_budget or lower wavefront_size"
-        )
-    return dataclasses.replace(config, wavefronts=waves)
+    """The config for one region of ``shape`` within ``budget`` bytes: all wavefronts if they
+    fit, else fewer (halving), else a float16 pheromone table with as many as fit; a
+    `MemoryError` naming the need when not even one wavefront fits."""
+    for dtype in (config.pheromone_dtype, "float16"):
+        waves = config.wavefronts
+        while waves > 1 and estimate_bytes(shape, waves * config.wavefront_size, 1, dtype) > budget:
+            waves //= 2
+        if estimate_bytes(shape, waves * config.wavefront_size, 1, dtype) <= budget:
+            return dataclasses.replace(config, wavefronts=waves, pheromone_dtype=dtype)
+    need = estimate_bytes(shape, config.wavefront_size, 1, "float16")
+    raise MemoryError(
+        f"a region of {shape.n} instructions (padded) needs about {need / 2**20:.0f} MiB with one "
+        f"wavefront of {config.wavefront_size} ants, over the memory budget of "
+        f"{budget / 2**20:.0f} MiB; raise the memory budget or lower the wavefront size"
+    )
 
 
 def plan_batches(
     regions: Sequence[Region], machine: Machine, config: ColonyConfig, options: Options
 ) -> list[tuple[list[int], PaddedShape, ColonyConfig]]:
-    """Group regions by instruction bucket, then split groups to fit the memory budget."""
-    groups: dict[int, list[int]] = {}
-    shapes = [padded_shape(r, machine) for r in regions]
-    for i, s in enumerate(shapes):
-        groups.setdefault(s.n, []).append(i)
+    """Batches of regions: grouped by instruction bucket and by the config that fits each
+    region alone (so a region's ants never depend on the other regions of the call), then
+    split to fit the memory budget (powers of two: few distinct batch shapes)."""
+    groups: dict[tuple[int, ColonyConfig], list[int]] = {}
+    shapes: dict[int, PaddedShape] = {}
+    for i, r in enumerate(regions):
+        shapes[i] = canonical_shape(padded_shape(r, machine))
+        cfg = fit_ants(shapes[i], config, options.memory_budget)
+        groups.setdefault((shapes[i].n, cfg), []).append(i)
     plan = []
-    for bucket in sorted(groups):
-        idxs = groups[bucket]
-        shape = canonical_shape(shapes[idxs[0]])
-        for i in idxs[1:]:
-            shape = shape.join(shapes[i])
-        cfg = fit_ants(shape, config, options.memory_budget)
-        if cfg.ants < config.ants:
+    for (_, cfg), idxs in sorted(groups.items(), key=lambda g: (g[0][0], -g[0][1].ants)):
+        if cfg != config:
             warnings.warn(
-                f"regions of up to {shape.n} instructions run with {cfg.ants} ants instead of "
-                f"{config.ants} to fit the memory budget of {options.memory_budget >> 20} MiB",
+                f"regions of {shapes[idxs[0]].n} instructions (padded) run with {cfg.ants} ants "
+                f"instead of {config.ants} and a {cfg.pheromone_dtype} pheromone table to fit "
+                f"the memory budget of {options.memory_budget >> 20} MiB",
                 stacklevel=3,
             )
-        per_region = estimate_bytes(shape, cfg.ants)
+        shape = shapes[idxs[0]]
+        for i in idxs[1:]:
+            shape = shape.join(shapes[i])
+        per_region = estimate_bytes(shape, cfg.ants, 1, cfg.pheromone_dtype)
         size = max(1, min(options.max_batch, options.memory_budget // per_region))
-        size = 1 << (size.bit_length() - 1)  # power of two: few distinct batch shapes
-        for k in range(0, len(idxs), size):
-            plan.append((idxs[k : k + size], shape, cfg))
+        size = 1 << (size.bit_length() - 1)
+        plan += [(idxs[k : k + size], shape, cfg) for k in range(0, len(idxs), size)]
     return plan
 
 
@@ -243,6 +274,31 @@ def to_result(region: Region, machine: Machine, sol: Solution, b: int, exact, se
     )
 
 
+def solve_batch(
+    prob: ColonyProblem,
+    params: ColonyParams,
+    key: jax.Array,
+    config: ColonyConfig,
+    on_iteration: Callable[[int], None] | None = None,
+) -> Solution:
+    """`jaxsched.colony.solve` driven from the host in chunks of iterations (same result),
+    so long batches report progress: ``on_iteration(iterations done)`` after each chunk.
+    Chunks double while a call takes under a second."""
+    state = COMPILED(_init_jit, {"config": config}, prob, params, key)
+    chunk, done = 1, 0
+    while True:
+        t0 = time.perf_counter()
+        state = COMPILED(_run_jit, {"config": config}, state, prob, params, jnp.int32(chunk))
+        finished = bool((np.asarray(state.phase) == DONE).all())
+        done += chunk
+        if on_iteration is not None:
+            on_iteration(done)
+        if finished or done > 2 * config.max_iterations + 2:
+            return COMPILED(_solution_jit, {}, state, prob, params)
+        if time.perf_counter() - t0 < 1.0:
+            chunk = min(2 * chunk, 2 * config.max_iterations)
+
+
 def schedule(
     regions: Region | Iterable[Region],
     machine: Machine | None = None,
@@ -252,6 +308,7 @@ def schedule(
     params: ColonyParams | None = None,
     options: Options | None = None,
     progress: Callable[[list[int], list[Result]], None] | None = None,
+    on_iteration: Callable[[int, int], None] | None = None,
     **overrides,
 ) -> list[Result]:
     """Schedule regions with the two-pass colony; one `Result` per region, in input order.
@@ -264,6 +321,7 @@ def schedule(
       config / params / options: `ColonyConfig`, `ColonyParams`, `Options`; keyword
         ``overrides`` set their fields by name (``ants=1024`` sets whole wavefronts).
       progress: called after each batch with (region indices, their results).
+      on_iteration: called during a batch with (regions in the batch, iterations done).
     """
     regions = [regions] if isinstance(regions, Region) else list(regions)
     machine = machine or gfx906()
@@ -283,7 +341,8 @@ def schedule(
             starts=options.starts,
             exact=[exact.get(i) for i in idxs],
         )
-        sol = jax.device_get(COMPILED(_solve_jit, {"config": cfg}, prob, params, key))
+        beat = None if on_iteration is None else partial(on_iteration, len(idxs))
+        sol = jax.device_get(solve_batch(prob, params, key, cfg, beat))
         compiled = COMPILED.compile_seconds - c0
         seconds = (compiled, time.perf_counter() - t0 - compiled)
         for b, i in enumerate(idxs):

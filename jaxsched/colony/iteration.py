@@ -36,7 +36,8 @@ class PassState(NamedTuple):
     rp_target: jnp.ndarray  # int32[]: RP cost an ant must not exceed (ILP pass)
     patience: jnp.ndarray  # int32[]: iterations without improvement before the pass ends
     key: jax.Array  # key[]: the pass's key; iteration i uses fold_in(key, i)
-    tau: jnp.ndarray  # f32[N + 1, N + 1]: pheromone, row N = start, column N = dummy
+    tau: jnp.ndarray  # f32|f16[N + 1, N + 1]: pheromone, row N = start, column N = dummy
+    #                   (dtype: the config's pheromone_dtype)
     best_order: jnp.ndarray  # int32[N]: global best order, sentinel N after n
     best_cost: jnp.ndarray  # int32[]: RP cost (RP pass) or length (ILP pass)
     best_peak: jnp.ndarray  # int32[F]
@@ -78,7 +79,7 @@ def start_pass(
         rp_target=jnp.asarray(rp_target, jnp.int32),
         patience=jnp.asarray(patience, jnp.int32),
         key=key,
-        tau=jnp.full((N + 1, N + 1), tau0, jnp.float32),
+        tau=jnp.full((N + 1, N + 1), tau0, config.pheromone_dtype),
         best_order=order,
         best_cost=jnp.asarray(cost, jnp.int32),
         best_peak=peak,
@@ -144,17 +145,17 @@ def step_inputs(
 
 
 def _deposit(ps: PassState, order: jnp.ndarray, cost: jnp.ndarray, params: ColonyParams):
-    """f32[N + 1, N + 1]: evaporate, deposit on the winner's links (none when no ant was
-    valid), clamp to [tau_min, tau_max]."""
+    """[N + 1, N + 1] (the table's dtype): evaporate, deposit on the winner's links (none
+    when no ant was valid), clamp to [tau_min, tau_max]."""
     N = order.shape[0]
     heur = ps.heuristic
     found = cost < BIG
     ratio = jnp.where(heur > 0, cost / (params.deposit_ref * jnp.maximum(heur, 1e-6)), 0.0)
     amount = (1.0 - jnp.minimum(1.0, ratio)) * params.deposit_scale + params.deposit_base
     prev = jnp.concatenate([jnp.array([N], jnp.int32), order[:-1]])
-    tau = ps.tau * (1.0 - params.decay)
-    tau = tau.at[prev, order].add(jnp.where(found, amount, 0.0))
-    return jnp.clip(tau, params.tau_min, params.tau_max)
+    tau = ps.tau * (1.0 - params.decay).astype(ps.tau.dtype)
+    tau = tau.at[prev, order].add(jnp.where(found, amount, 0.0).astype(ps.tau.dtype))
+    return jnp.clip(tau, params.tau_min, params.tau_max).astype(ps.tau.dtype)
 
 
 def iterate(

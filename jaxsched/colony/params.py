@@ -14,6 +14,9 @@ import jax.numpy as jnp
 
 from jaxsched.errors import InputError
 
+#: Pheromone table dtypes (values live in [tau_min, tau_max], 1..8 by default).
+PHEROMONE_DTYPES = ("float32", "float16")
+
 
 @dataclass(frozen=True)
 class ColonyConfig:
@@ -25,6 +28,8 @@ class ColonyConfig:
       max_iterations: hard cap on colony iterations per pass (also the history length).
       uniform_exploration_rp: pass 1 tosses the exploit/explore coin once per wavefront per step.
       uniform_exploration_ilp: same for pass 2 (default: each ant tosses its own).
+      pheromone_dtype: ``"float32"``, or ``"float16"`` to halve the pheromone table's memory
+        ((N + 1)^2 entries per region; the host picks it when a large region does not fit).
     """
 
     wavefronts: int = 16
@@ -32,12 +37,18 @@ class ColonyConfig:
     max_iterations: int = 50
     uniform_exploration_rp: bool = True
     uniform_exploration_ilp: bool = False
+    pheromone_dtype: str = "float32"
 
     def __post_init__(self) -> None:
         for name in ("wavefronts", "wavefront_size", "max_iterations"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InputError(f"ColonyConfig.{name} must be an int >= 1, got {value!r}")
+        if self.pheromone_dtype not in PHEROMONE_DTYPES:
+            raise InputError(
+                f"ColonyConfig.pheromone_dtype must be one of {PHEROMONE_DTYPES}, "
+                f"got {self.pheromone_dtype!r}"
+            )
 
     @property
     def ants(self) -> int:
