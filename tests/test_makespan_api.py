@@ -177,6 +177,23 @@ def test_estimate_is_a_shell_over_the_pure_functions():
     np.testing.assert_array_equal(res.history_iterations, [0, 7, 14, 21, 28, 30])
 
 
+def test_estimate_progress_per_device_call(monkeypatch):
+    # Long runs are cut into device calls (here one step each) for progress; records and
+    # results do not depend on the cut.
+    norm = normalize("LCSDC", SM4)
+    kw = dict(seed=2, chains=5, iterations=25, chunk=10)
+    whole = ms.estimate(norm, 3, **kw)
+    monkeypatch.setattr("jaxsched.makespan.host.CALL_WORK", 1)
+    assert ms.plan_estimate(norm, 3, **kw).call_steps == 1
+    calls = []
+    cut = ms.estimate(norm, 3, progress=calls.append, **kw)
+    assert calls == [1] * 25
+    np.testing.assert_array_equal(cut.history_iterations, [0, 10, 20, 25])
+    np.testing.assert_array_equal(cut.history, whole.history)
+    np.testing.assert_array_equal(cut.warp_string, whole.warp_string)
+    assert verified_makespan(norm, cut.warp_string) == cut.makespan
+
+
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [

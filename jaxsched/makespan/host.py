@@ -125,6 +125,20 @@ def _check_int(name: str, value: object, low: int, high: int) -> int:
     return int(value)
 
 
+def _check_starts(starts: object) -> tuple[str, ...]:
+    """Validated start templates: a non-empty sequence of names from `STARTS`."""
+    if isinstance(starts, str):
+        starts = (starts,)
+    try:
+        names = tuple(starts)  # type: ignore[arg-type]
+    except TypeError:
+        names = ()
+    unknown = [s for s in names if not isinstance(s, str) or s not in STARTS]
+    if not names or unknown:
+        raise MakespanError(f"starts: {starts!r} is not a list of names from {STARTS}")
+    return names
+
+
 def step_work(n: int, warps: int) -> int:
     """Work units of one chain-step: ``n / 2`` re-decoded positions on average, each scanning
     ``W`` warps and ``4 * n / 32`` bit-set words, plus the ``O(n)`` prefix rebuild."""
@@ -163,19 +177,15 @@ def plan_estimate(
     chains = _check_int("chains", chains, 1, MAX_CHAINS)
     iterations = _check_int("iterations", iterations, 1, MAX_ITERATIONS)
     seed = _check_int("seed", seed, 0, 2**32 - 1)
-    if isinstance(starts, str):
-        starts = (starts,)
-    starts = tuple(starts)
-    unknown = [s for s in starts if s not in STARTS]
-    if not starts or unknown:
-        raise MakespanError(f"starts: unknown template(s) {unknown} (choose from {STARTS})")
+    starts = _check_starts(starts)
     params = make_params(iterations, t0=t0, moves=moves)
     chunk = _check_int("chunk", chunk or -(-iterations // 50), 1, MAX_ITERATIONS)
     n = warps * len(norm.kernel)
     call_steps = max(1, min(chunk, CALL_WORK // max(1, chains * step_work(n, warps))))
-    need = anneal_bytes(n, warps, chains, -(-iterations // chunk) + 1)
+    records = -(-iterations // chunk) + 1
+    need = anneal_bytes(n, warps, chains, records)
     budget = check_memory(
-        need, memory_budget, f"estimate with {chains} chains x {n} positions", "chains"
+        lambda b: anneal_bytes(n, warps, b, records), chains, memory_budget, "estimate: chains"
     )
     return EstimatePlan(
         norm, warps, chains, iterations, seed, starts, params, chunk, call_steps, need, budget

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
 import numpy as np
@@ -213,23 +213,33 @@ def check_problem(norm: Normalized, warps: object) -> int:
     return warps
 
 
-def check_memory(need: int, budget: object, where: str, unit: str) -> int:
-    """Validated ``budget`` (None -> `DEFAULT_MEMORY_BUDGET`); raises `MakespanError` when the
-    estimated ``need`` (bytes) exceeds it. ``unit`` names what to use fewer of (e.g. chains)."""
+def check_memory(need: Callable[[int], int], count: int, budget: object, where: str) -> int:
+    """Validated ``budget`` (None -> `DEFAULT_MEMORY_BUDGET`); raises `MakespanError` when
+    ``need(count)``, the estimated bytes of a batch of ``count`` items (chains, strings) exceeds
+    it. ``where`` names the call and the items, e.g. ``"estimate: chains"``."""
     if budget is None:
         budget = DEFAULT_MEMORY_BUDGET
     if isinstance(budget, bool) or not isinstance(budget, int | np.integer) or budget < 1:
         raise MakespanError(f"memory_budget must be a positive int (bytes), got {budget!r}")
-    if need > budget:
+    if need(count) > budget:
+        call, items = where.split(": ")
+        per_item = need(2) - need(1)
+        fit = max(0, (int(budget) - (need(1) - per_item)) // per_item)
         raise MakespanError(
-            f"{where}: needs ~{_mib(need)} of memory (estimated from the sizes), over the "
-            f"memory budget of {_mib(budget)}; use fewer {unit} or raise memory_budget"
+            f"{call}: {count} {items} need ~{_size(need(count))} of memory (estimated from the "
+            f"sizes), over the memory budget of {_size(int(budget))}; "
+            + (f"at most {fit} {items} fit" if fit else f"not even one of the {items} fits")
+            + ", or raise the budget (memory_budget / --memory-budget)"
         )
     return int(budget)
 
 
-def _mib(nbytes: int) -> str:
-    return f"{nbytes / 2**20:,.0f} MiB" if nbytes >= 2**20 else f"{nbytes / 2**20:.2f} MiB"
+def _size(nbytes: int) -> str:
+    """Human-readable bytes (powers of 1024)."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:,.1f} {unit}"
+    return f"{nbytes} bytes"
 
 
 def as_normalized(kernel: str | Normalized, sm: SM | None, where: str) -> Normalized:
