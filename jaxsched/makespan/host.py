@@ -266,6 +266,7 @@ def estimate(
     init_fn, compile_s = COMPILED.compiled(_init_jit, {}, tab, strings)
     t = time.perf_counter()
     state = init_fn(tab, strings)
+    del strings  # the state holds its own copies
     records = [np.asarray(state.best_makespan)]
     run_s = time.perf_counter() - t
     rec_it = [0]
