@@ -374,8 +374,22 @@ def most_pending(norm: Normalized, warps: int) -> np.ndarray:
     return out
 
 
+def decode_host(norm: Normalized, warps: int, string: np.ndarray) -> np.ndarray:
+    """1-based cycles int32[W, I] of one valid warp string int[W*I], decoded on the host by
+    the spec's rule (the same placement as the device decoder; ``O(n)`` amortised)."""
+    sim = _Sim(norm, warps)
+    out = np.empty((warps, len(norm.kernel)), np.int32)
+    for w in np.asarray(string).tolist():
+        k = int(sim.count[w])
+        u = int(norm.types[k])
+        c = sim.next_free(u, int(sim.last[w]) + 1)
+        sim.place(w, u, c)
+        out[w, k] = c + 1
+    return out
+
+
 class _Sim:
-    """A host decoder state for `most_pending`; cycles are 0-based internally.
+    """A host decoder state (`most_pending`, `decode_host`); cycles are 0-based internally.
 
     ``nxt[u]`` / ``prv[u]`` are union-find forests over cycles ``0 .. T`` (``prv`` shifted by one
     so that -1 is a root): a cycle that is no longer free for ``u`` points past itself.
