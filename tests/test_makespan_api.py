@@ -105,6 +105,22 @@ def test_vmap_over_stacked_params_equals_separate_calls(problem):
     assert not np.array_equal(strings[1], strings[2])
 
 
+def test_vmap_over_keys_states_and_tables_equals_separate_calls(problem):
+    norm, tab, state = problem
+    norm2 = normalize("DSLCCL", SM4)  # same length: same shapes, other instance
+    tab2 = tables(norm2, WARPS)
+    state2 = init(tab2, state.current.string)
+    keys = jax.random.split(jax.random.key(8), 2)
+    params = make_params(STEPS, t0=0.5)
+    batched = jax.jit(jax.vmap(run, in_axes=(0, 0, 0, None, None)))(
+        keys, _stack(state, state2), _stack(tab, tab2), params, STEPS
+    )
+    separate = [RUN(keys[0], state, tab, params, STEPS), RUN(keys[1], state2, tab2, params, STEPS)]
+    chex.assert_trees_all_equal(batched, _stack(*separate))
+    _check_state(norm, separate[0])
+    _check_state(norm2, separate[1])
+
+
 def test_user_scan_over_step_equals_run(problem):
     norm, tab, state = problem
     key, params = jax.random.key(5), make_params(STEPS, t0=0.5)
