@@ -208,14 +208,18 @@ VALUES = [None, True, 0, 1, 2, 3, -1, 2**40, 2.5, math.nan, math.inf, "3", "LC",
           np.int64(2), np.float32(0.5), {"L": 1}, {"L": "x"}, {"Q": 1}, {"L": 10**400}]  # fmt: skip
 
 
+STRINGS = [[0, 1] * 3, [0, 0, 0, 1, 1, 1], [[0, 1] * 3, [1, 0] * 3], [[0, 1], [0]], [0, 1, 2],
+           [0.5] * 6, [-1, 0, 1, 0, 1, 0], [[]], np.zeros((0, 6), int), "010101"]  # fmt: skip
+
+
 def test_fuzz_library_arguments():
-    # Random (often wrongly typed) arguments for SM, normalize, plan_estimate and make_params:
-    # only MakespanError may come out. Nothing is run on the device.
+    # Random (often wrongly typed) arguments for SM, normalize, plan_estimate, make_params and
+    # decode: only MakespanError may come out. Only decode runs on the device (tiny strings).
     rng = random.Random(11)
     errors = 0
     for _ in range(400):
         pick = lambda: rng.choice(VALUES)  # noqa: E731
-        kind = rng.randrange(4)
+        kind = rng.randrange(5)
         try:
             if kind == 0:
                 SM(pick(), pick(), pick(), pick())
@@ -225,8 +229,11 @@ def test_fuzz_library_arguments():
                 kw = {k: pick() for k in rng.sample(["seed", "chains", "iterations", "t0",
                       "starts", "chunk", "moves", "memory_budget"], 3)}  # fmt: skip
                 ms.plan_estimate(rng.choice(["LCSD", pick()]), pick(), SM4, **kw)
-            else:
+            elif kind == 3:
                 ms.make_params(pick(), t0=pick(), moves=pick())
+            else:
+                string = rng.choice([*STRINGS, pick()])
+                ms.decode("LCS", string, SM4, warps=rng.choice([None, None, 2, pick()]))
         except MakespanError:
             errors += 1
         except Exception as e:  # report the input that broke it
