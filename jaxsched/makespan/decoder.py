@@ -309,7 +309,7 @@ def decode(
     warps = check_problem(norm, warps)
     n = warps * n_instr
     check_memory(
-        lambda b: decode_bytes(n, warps, b), rows.shape[0], memory_budget, "decode: strings"
+        lambda b: decode_bytes(n, warps, b), rows.shape[0], memory_budget, "decode", "strings"
     )
     rows = np.stack([check_warp_string(r, warps, n_instr) for r in rows])
     out = _decode_batch_jit(tables(norm, warps), jnp.asarray(rows.T), warps)

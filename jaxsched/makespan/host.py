@@ -186,7 +186,7 @@ def plan_estimate(
     records = -(-iterations // chunk) + 1
     need = anneal_bytes(n, warps, chains, records)
     budget = check_memory(
-        lambda b: anneal_bytes(n, warps, b, records), chains, memory_budget, "estimate: chains"
+        lambda b: anneal_bytes(n, warps, b, records), chains, memory_budget, "estimate", "chains"
     )
     return EstimatePlan(
         norm, warps, chains, iterations, seed, starts, params, chunk, call_steps, need, budget

@@ -213,16 +213,17 @@ def check_problem(norm: Normalized, warps: object) -> int:
     return warps
 
 
-def check_memory(need: Callable[[int], int], count: int, budget: object, where: str) -> int:
+def check_memory(
+    need: Callable[[int], int], count: int, budget: object, call: str, items: str
+) -> int:
     """Validated ``budget`` (None -> `DEFAULT_MEMORY_BUDGET`); raises `MakespanError` when
-    ``need(count)``, the estimated bytes of a batch of ``count`` items (chains, strings) exceeds
-    it. ``where`` names the call and the items, e.g. ``"estimate: chains"``."""
+    ``need(count)``, the estimated bytes of ``call`` on a batch of ``count`` ``items`` (e.g.
+    chains), exceeds it, saying how many items fit."""
     if budget is None:
         budget = DEFAULT_MEMORY_BUDGET
     if isinstance(budget, bool) or not isinstance(budget, int | np.integer) or budget < 1:
         raise MakespanError(f"memory_budget must be a positive int (bytes), got {budget!r}")
     if need(count) > budget:
-        call, items = where.split(": ")
         per_item = need(2) - need(1)
         fit = max(0, (int(budget) - (need(1) - per_item)) // per_item)
         raise MakespanError(
