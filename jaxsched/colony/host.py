@@ -297,17 +297,18 @@ def solve_batch(
     Chunks double while a call takes under a second."""
     state = COMPILED(_init_jit, {"config": config}, prob, params, key)
     chunk, done = 1, 0
-    while True:
+    # A batch whose passes were all skipped (bounds met) needs no iteration, and no compile.
+    while not bool((np.asarray(state.phase) == DONE).all()):
+        if done > 2 * config.max_iterations + 2:  # cannot happen: each pass is capped
+            raise RuntimeError("colony: passes did not end within their iteration caps")
         t0 = time.perf_counter()
         state = COMPILED(_run_jit, {"config": config}, state, prob, params, jnp.int32(chunk))
-        finished = bool((np.asarray(state.phase) == DONE).all())
         done += chunk
         if on_iteration is not None:
             on_iteration(done)
-        if finished or done > 2 * config.max_iterations + 2:
-            return COMPILED(_solution_jit, {}, state, prob, params)
         if time.perf_counter() - t0 < 1.0:
             chunk = min(2 * chunk, 2 * config.max_iterations)
+    return COMPILED(_solution_jit, {}, state, prob, params)
 
 
 def schedule(
