@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxsched.colony import dispatch
 from jaxsched.colony.core import Solution, default_config, solve
 from jaxsched.colony.params import NO_FILTERS, ColonyConfig, ColonyParams, default_params
 from jaxsched.colony.problem import CHOOSABLE_STARTS, SOURCES, canonical_shape, problem
@@ -268,6 +269,7 @@ def schedule(
     regions = [regions] if isinstance(regions, Region) else list(regions)
     machine = machine or gfx906()
     config, params, options = split_overrides(overrides, config, params, options)
+    dispatch.check(config)
     for r in regions:
         r.check_machine(machine)
     key = seed if isinstance(seed, jax.Array) else jax.random.key(int(seed))

@@ -14,6 +14,9 @@ import jax.numpy as jnp
 
 from jaxsched.errors import InputError
 
+#: `ColonyConfig.construction` values.
+CONSTRUCTIONS = ("auto", "lax", "pallas", "interpret")
+
 
 @dataclass(frozen=True)
 class ColonyConfig:
@@ -25,6 +28,10 @@ class ColonyConfig:
       max_iterations: hard cap on colony iterations per pass (also the history length).
       uniform_exploration_rp: pass 1 tosses the exploit/explore coin once per wavefront per step.
       uniform_exploration_ilp: same for pass 2 (default: each ant tosses its own).
+      construction: how the ants construct (`CONSTRUCTIONS`): "lax" (the reference: one XLA
+        op per operation per step), "pallas" (one fused Triton kernel per construction; CUDA
+        GPUs), "interpret" (that kernel in the Pallas interpreter, any backend: tests), "auto"
+        (pallas on a CUDA GPU when the shapes allow it, else lax). Results are identical.
     """
 
     wavefronts: int = 16
@@ -32,12 +39,18 @@ class ColonyConfig:
     max_iterations: int = 50
     uniform_exploration_rp: bool = True
     uniform_exploration_ilp: bool = False
+    construction: str = "auto"
 
     def __post_init__(self) -> None:
         for name in ("wavefronts", "wavefront_size", "max_iterations"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InputError(f"ColonyConfig.{name} must be an int >= 1, got {value!r}")
+        if self.construction not in CONSTRUCTIONS:
+            raise InputError(
+                f"ColonyConfig.construction must be one of {', '.join(CONSTRUCTIONS)}, "
+                f"got {self.construction!r}"
+            )
 
     @property
     def ants(self) -> int:
