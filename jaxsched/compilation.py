@@ -4,7 +4,8 @@
 argument shapes and dtypes), and counts and times compilations, so every solver can report
 compile time apart from run time. `COMPILED` is the process-wide instance used by the host
 drivers (`jaxsched.schedule`, `jaxsched.makespan.estimate`). `enable_persistent_cache` keeps
-compiled XLA executables on disk across processes.
+compiled XLA executables on disk across processes (`jaxsched.schedule` and the CLI turn it on
+by default: `ensure_persistent_cache`).
 """
 
 from __future__ import annotations
@@ -78,3 +79,10 @@ def enable_persistent_cache(path: str | None = None) -> str | None:
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
     return path
+
+
+def ensure_persistent_cache() -> str | None:
+    """`enable_persistent_cache` with the defaults unless a cache directory is already set
+    (by the caller or an earlier call); returns the directory in use."""
+    current = jax.config.jax_compilation_cache_dir
+    return current if current else enable_persistent_cache()

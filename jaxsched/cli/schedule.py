@@ -10,12 +10,15 @@ from pathlib import Path
 
 from jaxsched.cli.main import UsageError
 from jaxsched.cli.progress import Progress
+from jaxsched.cli.warmup import schedule_overrides
 
 #: Verify every result by default when a run has at most this many regions.
 VERIFY_AUTO_LIMIT = 2000
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from jaxsched.colony.params import CONSTRUCTIONS
+
     p = sub.add_parser(
         "schedule",
         help="schedule regions (JSON / JSON Lines) with the ant colony",
@@ -35,6 +38,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--iterations", type=int, default=None, help="iteration cap per pass")
     p.add_argument(
         "--no-filters", action="store_true", help="turn off the cycle-threshold and revert filters"
+    )
+    p.add_argument(
+        "--construction",
+        choices=CONSTRUCTIONS,
+        default=None,
+        help="how ants construct: auto (default: the fused kernel on a CUDA GPU, else lax), "
+        "lax, pallas (fused Triton kernel, GPU), interpret (the kernel interpreted: slow)",
     )
     p.add_argument(
         "--exact",
@@ -143,13 +153,7 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
     verify = args.verify if args.verify is not None else len(todo) <= VERIFY_AUTO_LIMIT
-    overrides: dict = {}
-    if args.ants is not None:
-        overrides["ants"] = args.ants
-    if args.wavefront is not None:
-        overrides["wavefront_size"] = args.wavefront
-    if args.iterations is not None:
-        overrides["max_iterations"] = args.iterations
+    overrides = schedule_overrides(args)
     if args.no_filters:
         overrides["filters"] = False
     if args.exact:

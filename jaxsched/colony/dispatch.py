@@ -52,9 +52,11 @@ def construct(
     config: ColonyConfig,
     uniform_exploration: jnp.ndarray | bool,
     batch_axis: str | None = None,
+    active: jnp.ndarray | bool = True,
 ) -> AntResults:
     """All ants of one region build a schedule each, by ``config.construction`` (see
-    `construct.construct_ants` for the arguments)."""
+    `construct.construct_ants` for the arguments). ``active`` False: the caller discards the
+    result (the kernel then runs no step for the region; the `lax` loop cannot skip)."""
     kw = dict(
         wavefronts=config.wavefronts,
         wavefront_size=config.wavefront_size,
@@ -67,5 +69,5 @@ def construct(
     from jaxsched.colony.kernel import construct_ants_fused
 
     return construct_ants_fused(
-        prep, inp, params, key, num_steps, interpret=how == "interpret", **kw
+        prep, inp, params, key, num_steps, interpret=how == "interpret", active=active, **kw
     )

@@ -13,6 +13,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -22,10 +23,10 @@ from jaxsched.colony import dispatch
 from jaxsched.colony.core import Solution, default_config, solve
 from jaxsched.colony.params import NO_FILTERS, ColonyConfig, ColonyParams, default_params
 from jaxsched.colony.problem import CHOOSABLE_STARTS, SOURCES, canonical_shape, problem
-from jaxsched.compilation import COMPILED
+from jaxsched.compilation import COMPILED, ensure_persistent_cache
 from jaxsched.errors import InputError
 from jaxsched.machines.model import Machine, gfx906
-from jaxsched.problem.padded import PaddedShape, next_pow2, padded_shape
+from jaxsched.problem.padded import PaddedShape, padded_shape
 from jaxsched.problem.region import Region
 
 #: Default device-memory budget of one colony call (bytes); larger batches are split.
@@ -123,10 +124,47 @@ def fit_ants(shape: PaddedShape, config: ColonyConfig, budget: int) -> ColonyCon
     return dataclasses.replace(config, wavefronts=waves)
 
 
+def batch_sizes(cap: int) -> tuple[int, ...]:
+    """The batch sizes `plan_batches` uses up to ``cap`` (a power of two): powers of 4 below
+    it, and ``cap``. Few sizes mean few executables per bucket (`warmup` compiles them all)."""
+    out, b = [], 1
+    while b < cap:
+        out.append(b)
+        b *= 4
+    return (*out, cap)
+
+
+def choose_batch(count: int, cap: int) -> int:
+    """Batch size for ``count`` regions of a bucket (all its calls use it): one call padded to
+    the next size up to ``cap``; beyond, the largest size padding at most 1/8 more."""
+    sizes = batch_sizes(cap)
+    if count <= cap:
+        return min(b for b in sizes if b >= count)
+    return max(b for b in sizes if -(-count // b) * b * 8 <= count * 9)
+
+
+class Batch(NamedTuple):
+    """One colony call of `schedule`."""
+
+    indices: list[int]  # regions of the call (input positions)
+    shape: PaddedShape  # the bucket's padded shape
+    config: ColonyConfig  # ants fitted to the memory budget
+    size: int  # batch size B (>= len(indices); padded with copies)
+
+
+def bucket_plan(shape: PaddedShape, config: ColonyConfig, options: Options):
+    """(config fitted to the memory budget, largest batch size) of a bucket's shape."""
+    cfg = fit_ants(shape, config, options.memory_budget)
+    per_region = estimate_bytes(shape, cfg.ants)
+    cap = max(1, min(options.max_batch, options.memory_budget // per_region))
+    return cfg, 1 << (cap.bit_length() - 1)
+
+
 def plan_batches(
     regions: Sequence[Region], machine: Machine, config: ColonyConfig, options: Options
-) -> list[tuple[list[int], PaddedShape, ColonyConfig]]:
-    """Group regions by instruction bucket, then split groups to fit the memory budget."""
+) -> list[Batch]:
+    """Group regions by instruction bucket (one padded shape each), then split groups into
+    calls of one batch size per bucket (`choose_batch`) that fits the memory budget."""
     groups: dict[int, list[int]] = {}
     shapes = [padded_shape(r, machine) for r in regions]
     for i, s in enumerate(shapes):
@@ -137,18 +175,16 @@ def plan_batches(
         shape = canonical_shape(shapes[idxs[0]])
         for i in idxs[1:]:
             shape = shape.join(shapes[i])
-        cfg = fit_ants(shape, config, options.memory_budget)
+        cfg, cap = bucket_plan(shape, config, options)
         if cfg.ants < config.ants:
             warnings.warn(
                 f"regions of up to {shape.n} instructions run with {cfg.ants} ants instead of "
                 f"{config.ants} to fit the memory budget of {options.memory_budget >> 20} MiB",
                 stacklevel=3,
             )
-        per_region = estimate_bytes(shape, cfg.ants)
-        size = max(1, min(options.max_batch, options.memory_budget // per_region))
-        size = 1 << (size.bit_length() - 1)  # power of two: few distinct batch shapes
+        size = choose_batch(len(idxs), cap)
         for k in range(0, len(idxs), size):
-            plan.append((idxs[k : k + size], shape, cfg))
+            plan.append(Batch(idxs[k : k + size], shape, cfg, size))
     return plan
 
 
@@ -272,24 +308,103 @@ def schedule(
     dispatch.check(config)
     for r in regions:
         r.check_machine(machine)
+    ensure_persistent_cache()
     key = seed if isinstance(seed, jax.Array) else jax.random.key(int(seed))
     exact = _run_exact(regions, machine, options)
     results: list[Result | None] = [None] * len(regions)
-    for idxs, shape, cfg in plan_batches(regions, machine, config, options):
-        t0, c0 = time.perf_counter(), COMPILED.compile_seconds
-        prob = problem(
-            [regions[i] for i in idxs],
-            machine,
-            shape=shape,
-            batch=next_pow2(len(idxs)),
-            starts=options.starts,
-            exact=[exact.get(i) for i in idxs],
-        )
-        sol = jax.device_get(COMPILED(_solve_jit, {"config": cfg}, prob, params, key))
-        compiled = COMPILED.compile_seconds - c0
-        seconds = (compiled, time.perf_counter() - t0 - compiled)
-        for b, i in enumerate(idxs):
+
+    def finish(call: _Call) -> None:
+        sol = jax.device_get(call.out)
+        compiled = COMPILED.compile_seconds - call.compile0  # this call's and later calls'
+        seconds = (call.compile_s, time.perf_counter() - call.t0 - compiled)
+        for b, i in enumerate(call.batch.indices):
             results[i] = to_result(regions[i], machine, sol, b, exact.get(i), seconds)
         if progress is not None:
-            progress(list(idxs), [results[i] for i in idxs])
+            progress(list(call.batch.indices), [results[i] for i in call.batch.indices])
+
+    # Pipelined: a call is dispatched (asynchronously), then the next one is prepared and
+    # compiled while the device runs it, then its results are fetched.
+    pending = None
+    for batch in plan_batches(regions, machine, config, options):
+        call = _start(batch, regions, machine, params, key, options, exact)
+        if pending is not None:
+            finish(pending)
+        pending = call
+    if pending is not None:
+        finish(pending)
     return results  # type: ignore[return-value]
+
+
+class _Call(NamedTuple):
+    batch: Batch
+    out: Solution  # on device (maybe still running)
+    t0: float  # when its preparation started
+    compile0: float  # COMPILED.compile_seconds then
+    compile_s: float  # seconds compiling its executables
+
+
+def _start(batch: Batch, regions, machine, params, key, options: Options, exact: dict) -> _Call:
+    """Build a call's problem and dispatch its solve (returns before the device is done)."""
+    t0, c0 = time.perf_counter(), COMPILED.compile_seconds
+    prob = problem(
+        [regions[i] for i in batch.indices],
+        machine,
+        shape=batch.shape,
+        batch=batch.size,
+        starts=options.starts,
+        exact=[exact.get(i) for i in batch.indices],
+    )
+    out = COMPILED(_solve_jit, {"config": batch.config}, prob, params, key)
+    return _Call(batch, out, t0, c0, COMPILED.compile_seconds - c0)
+
+
+#: Buckets `warmup` compiles by default (regions of up to 1,024 instructions).
+WARMUP_BUCKETS = (16, 32, 64, 128, 256, 512, 1024)
+
+
+def warmup(
+    machine: Machine | None = None,
+    *,
+    buckets: Sequence[int] = WARMUP_BUCKETS,
+    batches: Sequence[int] | None = None,
+    config: ColonyConfig | None = None,
+    params: ColonyParams | None = None,
+    options: Options | None = None,
+    progress: Callable[[dict], None] | None = None,
+    **overrides,
+) -> list[dict]:
+    """Compile the executables `schedule` uses, for each bucket's `canonical_shape` and batch
+    sizes (`batch_sizes` up to the bucket's cap, or ``batches``), into the persistent cache
+    (`ensure_persistent_cache`), so that a later `schedule` with the same machine, options
+    and JAX installation compiles nothing for regions that fit those shapes (regions with more
+    successors, predecessors, uses, defs or registers grow their bucket's shape and compile at
+    first use). Returns one record per (bucket, batch): ants, compilations, seconds."""
+    from jaxsched.problem.generate import generate_region
+
+    machine = machine or gfx906()
+    config, params, options = split_overrides(overrides, config, params, options)
+    dispatch.check(config)
+    ensure_persistent_cache()
+    bad = [b for b in buckets if b < 16 or b & (b - 1)]
+    if bad:
+        raise InputError(f"warmup: buckets are powers of two from 16, got {bad}")
+    region = generate_region(0, 2)
+    out = []
+    for n in buckets:
+        shape = canonical_shape(PaddedShape(n, 1, 1, 1, 1, 1, 1, machine.num_files))
+        cfg, cap = bucket_plan(shape, config, options)
+        for size in batches or batch_sizes(cap):
+            c0, t0 = COMPILED.compilations, time.perf_counter()
+            prob = problem([region], machine, shape=shape, batch=size, starts=options.starts)
+            COMPILED.compiled(_solve_jit, {"config": cfg}, prob, params, jax.random.key(0))
+            rec = {
+                "bucket": n,
+                "batch": size,
+                "ants": cfg.ants,
+                "compilations": COMPILED.compilations - c0,
+                "seconds": time.perf_counter() - t0,
+            }
+            out.append(rec)
+            if progress is not None:
+                progress(rec)
+    return out

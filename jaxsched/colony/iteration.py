@@ -161,9 +161,12 @@ def iterate(
     *,
     config: ColonyConfig,
     batch_axis: str | None = None,
+    active: jnp.ndarray | bool = True,
 ) -> PassState:
     """One iteration of the pass (call it only while `running`). ``num_steps`` (unbatched):
-    the batch's largest n; ``batch_axis``: the name of a `vmap` over regions, if any."""
+    the batch's largest n; ``batch_axis``: the name of a `vmap` over regions, if any;
+    ``active`` False: the caller discards the result (the fused kernel then skips the region's
+    construction; the result is garbage)."""
     res = dispatch.construct(
         prep,
         step_inputs(ps, prep, machine, params),
@@ -175,6 +178,7 @@ def iterate(
             ps.timed, config.uniform_exploration_ilp, config.uniform_exploration_rp
         ),
         batch_axis=batch_axis,
+        active=active,
     )
     costs = ant_costs(res, machine, ps.timed, config.wavefront_size)
     w = _first_min(costs)

@@ -391,13 +391,18 @@ def construct_ants_fused(
     wavefront_size: int,
     uniform_exploration: jnp.ndarray | bool,
     batch_axis: str | None = None,
+    active: jnp.ndarray | bool = True,
     block: int = DEFAULT_BLOCK,
     interpret: bool = False,
 ) -> C.AntResults:
     """`construct.construct_ants` as one fused kernel: identical results for identical inputs
-    (same initial state, seeds and decision code). ``batch_axis`` is accepted for the same call
-    signature (each program picks its own decision width, no cross-region maximum needed);
-    ``interpret`` runs the kernel with the Pallas interpreter (any backend; tests)."""
+    (same initial state, seeds and decision code).
+
+    Each region runs only its own n steps (steps past n are no-ops in the `lax` loop), none
+    when ``active`` is False (its results are then the initial state's: the caller discards
+    them). ``batch_axis`` is accepted for the same call signature (each program picks its own
+    decision width, no cross-region maximum needed); ``interpret`` runs the kernel with the
+    Pallas interpreter (any backend; tests)."""
     del batch_axis
     reason = unsupported(prep)
     if reason:
@@ -410,6 +415,7 @@ def construct_ants_fused(
         uniform_exploration=uniform_exploration,
     )
     st = C.init_ants(prep, wavefronts * wavefront_size, inp.key)
+    num_steps = jnp.where(active, jnp.minimum(num_steps, prep.n), 0)
     st = fused_construction(
         st, prep, inp, params, seeds, num_steps, block=block, interpret=interpret
     )
