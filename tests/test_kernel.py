@@ -18,7 +18,7 @@ from jaxsched.colony import construct, dispatch, kernel
 from jaxsched.colony.params import ColonyConfig, default_params
 from jaxsched.colony.problem import canonical_shape
 from jaxsched.errors import InputError
-from jaxsched.machines.model import gfx906, rp_limits
+from jaxsched.machines.model import gfx906
 from jaxsched.problem.generate import generate_region, generate_regions
 from jaxsched.problem.padded import bucket_size, padded_shape, stack
 from jaxsched.verify import verify_order
@@ -30,7 +30,7 @@ WAVES, WAVE = 2, 16  # 32 ants: blocks of 32 (one program) or 16 (two, see block
 def _batch(regions, seed: int):
     """Stacked `Prepared` and per-region `StepInputs` of ``regions`` (one padded shape), each
     region twice: RP pass then ILP pass. Varied q0, stall budget, issue width and RP limits
-    (some below the input order's RP, so ants die)."""
+    (at or below the input order's peaks, so ants die)."""
     shape = canonical_shape(padded_shape(regions[0], MACHINE))
     for r in regions[1:]:
         shape = shape.join(padded_shape(r, MACHINE))
@@ -41,15 +41,14 @@ def _batch(regions, seed: int):
     rng = np.random.default_rng(seed)
     B, N = len(regions) * 2, shape.n
     timed = np.tile([False, True], len(regions))
-    start_cost = np.repeat(
-        [verify_order(r, MACHINE, np.arange(len(r))).rp_cost for r in regions], 2
-    )
-    target = np.maximum(start_cost - rng.integers(0, 3, B), 0)
-    lut, occ = jnp.asarray(MACHINE.occupancy_lut), jnp.int32(MACHINE.target_occupancy)
+    # Per-file RP limits around the input order's peaks: ants above them die.
+    peaks = [verify_order(r, MACHINE, np.arange(len(r))).peak_rp for r in regions]
+    peak = np.repeat([[p[f] for f in MACHINE.file_names] for p in peaks], 2, axis=0)
+    limit = np.maximum(peak - rng.integers(0, 3, peak.shape), 0)
     inp = construct.StepInputs(
         tau=jax.random.uniform(jax.random.key(seed), (B, N + 1, N + 1), minval=1.0, maxval=8.0),
         q0=jnp.asarray(rng.choice([0.0, 0.5, 0.9], B), jnp.float32),
-        rp_limit=jax.vmap(lambda c: rp_limits(lut, occ, c))(jnp.asarray(target, jnp.int32)),
+        rp_limit=jnp.asarray(limit, jnp.int32),
         stall_budget=jnp.asarray(rng.integers(1, 6, B), jnp.float32),
         timed=jnp.asarray(timed),
         key=jax.vmap(construct.static_key, in_axes=(0, None, 0))(prep, params, jnp.asarray(timed)),
@@ -204,3 +203,62 @@ def test_kernel_shape_helpers():
     shapes = {f: (3,) if f == "live_through" else (17, 4) for f in fields}
     prep = construct.Prepared(**{f: jax.ShapeDtypeStruct(s, jnp.int32) for f, s in shapes.items()})
     assert "register files 3" in kernel.unsupported(prep)
+
+
+# ---------------------------------------------------------------------------- compile overhead
+def test_batch_sizes_are_few_per_bucket():
+    from jaxsched.colony.host import batch_sizes, choose_batch
+
+    assert batch_sizes(256) == (1, 4, 16, 64, 256)
+    assert batch_sizes(128) == (1, 4, 16, 64, 128)
+    assert [choose_batch(c, 256) for c in (1, 3, 5, 17, 200, 256)] == [1, 4, 16, 64, 256, 256]
+    assert choose_batch(1000, 256) == 256  # 4 calls, 24 padding
+    assert choose_batch(300, 256) == 64  # 5 calls of 64 rather than 2 of 256
+    for count in range(1, 700, 7):
+        b = choose_batch(count, 256)
+        calls = -(-count // b)
+        assert b in batch_sizes(256) and (calls == 1 or calls * b <= count * 9 / 8)
+
+
+def test_plan_uses_one_batch_size_per_bucket():
+    from jaxsched.colony.host import Options, plan_batches
+
+    regions = generate_regions(0, 300, 2, 64)
+    plan = plan_batches(regions, MACHINE, ColonyConfig(wavefronts=1), Options(max_batch=64))
+    per_bucket: dict = {}
+    for b in plan:
+        per_bucket.setdefault(b.shape, set()).add(b.size)
+        assert len(b.indices) <= b.size
+    assert all(len(sizes) == 1 for sizes in per_bucket.values())
+    assert sorted(i for b in plan for i in b.indices) == list(range(len(regions)))
+
+
+@pytest.mark.slow
+def test_warmup_fills_the_persistent_cache(tmp_path):
+    # A new process after `jaxsched warmup` compiles nothing for a region of a warmed bucket.
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "JAXSCHED_CACHE_DIR": str(tmp_path)}
+    opts = ["--ants", "64", "--wavefront", "32", "--iterations", "3"]
+    cmd = [sys.executable, "-m", "jaxsched", "warmup", "--buckets", "16", "--batches", "1"]
+    done = subprocess.run(cmd + opts, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "2 executables for 1 buckets" in done.stdout
+    script = (
+        "import collections, jax, jaxsched\n"
+        "from jaxsched.problem.generate import generate_region\n"
+        "seen = collections.Counter()\n"
+        "jax.monitoring.register_event_listener(lambda name, **kw: seen.update([name]))\n"
+        "jaxsched.schedule([generate_region(5, 12)], ants=64, wavefront_size=32, "
+        "max_iterations=3)\n"
+        "print(seen['/jax/compilation_cache/cache_misses'], "
+        "seen['/jax/compilation_cache/cache_hits'])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr
+    misses, hits = map(int, done.stdout.split())
+    assert misses == 0 and hits >= 2
