@@ -97,6 +97,7 @@ def test_fused_equals_lax_on_generated_regions(bucket):
         assert [rep.peak_rp[f] for f in MACHINE.file_names] == fused.peak[b, 0].tolist()
 
 
+@pytest.mark.slow
 def test_fused_equals_lax_on_wide_regions():
     # Ready lists past 8 slots (several decision widths), one region per block of 32 ants.
     regions = [generate_region(s, n) for s, n in [(1, 100), (2, 120), (3, 128), (4, 90)]]
@@ -151,6 +152,7 @@ def test_solve_with_the_kernel_lowers_for_cuda():
     assert text.count(TRITON_CALL) == 1
 
 
+@pytest.mark.slow
 def test_schedule_with_the_interpreted_kernel_equals_lax():
     regions = generate_regions(3, 12, 2, 40)
     kw = dict(ants=64, wavefront_size=32, max_iterations=6, starts=("input",), filters=False)
