@@ -341,7 +341,8 @@ def _scores(
 ) -> jnp.ndarray:
     """f32[w, A]: score of each eligible slot (0 elsewhere), as in the spec:
     ``tau[last, j] * (1 + key[j])``, damped for RP increase, RP-target overflow and stalls.
-    ``tau`` f32[w, A]: the pheromone of each slot's candidate after the ant's last choice."""
+    ``tau`` [w, A] (f32 or f16): the pheromone of each slot's candidate after the ant's last
+    choice."""
     kill, born = ready.kill, ready.born  # [F, w, A]
     after = ant.live_w[:, None, :] + born - kill + live_through[:, None, None]
     over = any_(after > inp.rp_limit[:, None, None], 0)  # would break the RP target
@@ -352,7 +353,7 @@ def _scores(
     luc = kill.sum(axis=0).astype(jnp.float32)
     luc = luc / jnp.maximum(luc.max(axis=0), 1.0)
     key = (ready.key * ws + wl * luc) / jnp.maximum(ws + wl, 1e-6)
-    score = tau * (1.0 + key)
+    score = tau.astype(jnp.float32) * (1.0 + key)
     calm_exists = any_(c.eligible & ~raises, 0)
     score = jnp.where(raises & calm_exists, score * params.rp_damping, score)
     safe_exists = any_(c.eligible & ~over, 0)
