@@ -65,25 +65,6 @@ def test_schedule_table(regions_file, capsys):
     assert "all verified" in out and "gen:3:0" in out
 
 
-def test_out_and_resume_lose_nothing(regions_file, tmp_path, capsys):
-    out = tmp_path / "results.jsonl"
-    assert main(["schedule", str(regions_file), "--out", str(out), *FAST]) == 0
-    first = out.read_text().splitlines()
-    assert len(first) == 5
-    # Simulate an interrupted run: keep two results and a line cut in half.
-    out.write_text("\n".join(first[:2]) + "\n" + first[2][: len(first[2]) // 2])
-    assert main(["schedule", str(regions_file), "--out", str(out), "--resume", *FAST]) == 0
-    names = []
-    for line in out.read_text().splitlines():
-        try:
-            names.append(json.loads(line)["name"])
-        except json.JSONDecodeError:
-            continue
-    assert sorted(set(names)) == sorted(r.name for r in jaxsched.load_regions(regions_file))
-    assert len(names) == 5
-    capsys.readouterr()
-
-
 @pytest.mark.parametrize(
     ("content", "message"),
     [

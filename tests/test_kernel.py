@@ -27,10 +27,11 @@ MACHINE = gfx906()
 WAVES, WAVE = 2, 16  # 32 ants: blocks of 32 (one program) or 16 (two, see block=16 below)
 
 
-def _batch(regions, seed: int):
+def _batch(regions, seed: int, tau_dtype=jnp.float32):
     """Stacked `Prepared` and per-region `StepInputs` of ``regions`` (one padded shape), each
     region twice: RP pass then ILP pass. Varied q0, stall budget, issue width and RP limits
-    (at or below the input order's peaks, so ants die)."""
+    (at or below the input order's peaks, so ants die), soft limits at or below them (half the
+    rows below: the waiting rule fires), the pheromone table in ``tau_dtype``."""
     shape = canonical_shape(padded_shape(regions[0], MACHINE))
     for r in regions[1:]:
         shape = shape.join(padded_shape(r, MACHINE))
@@ -45,11 +46,15 @@ def _batch(regions, seed: int):
     peaks = [verify_order(r, MACHINE, np.arange(len(r))).peak_rp for r in regions]
     peak = np.repeat([[p[f] for f in MACHINE.file_names] for p in peaks], 2, axis=0)
     limit = np.maximum(peak - rng.integers(0, 3, peak.shape), 0)
+    lower = np.maximum(limit - rng.integers(1, 4, peak.shape), 0)
+    soft = np.where(np.arange(B)[:, None] % 4 < 2, limit, lower)
+    tau = jax.random.uniform(jax.random.key(seed), (B, N + 1, N + 1), minval=1.0, maxval=8.0)
     inp = construct.StepInputs(
-        tau=jax.random.uniform(jax.random.key(seed), (B, N + 1, N + 1), minval=1.0, maxval=8.0),
+        tau=tau.astype(tau_dtype),
         q0=jnp.asarray(rng.choice([0.0, 0.5, 0.9], B), jnp.float32),
         rp_limit=jnp.asarray(limit, jnp.int32),
-        stall_budget=jnp.asarray(rng.integers(1, 6, B), jnp.float32),
+        soft_limit=jnp.asarray(soft, jnp.int32),
+        stall_budget=jnp.asarray(rng.integers(1, 9, B), jnp.float32),
         timed=jnp.asarray(timed),
         key=jax.vmap(construct.static_key, in_axes=(0, None, 0))(prep, params, jnp.asarray(timed)),
         issue_width=jnp.asarray(rng.integers(1, 3, B), jnp.int32),
@@ -58,27 +63,34 @@ def _batch(regions, seed: int):
     return prep, inp, params, keys, jnp.int32(max(len(r) for r in regions)), ~timed
 
 
-def _both(prep, inp, params, keys, steps, uniform, block):
-    """(lax results, fused results) for a batch, `vmap`ped over regions like the colony."""
+def _run(fn, prep, inp, params, keys, steps, uniform, **extra):
+    """``fn``'s results for a batch, `vmap`ped over regions like the colony (on the host)."""
     kw = dict(wavefronts=WAVES, wavefront_size=WAVE, batch_axis="regions")
 
-    def run(fn, **extra):
-        def one(p, i, k, u):
-            return fn(p, i, params, k, steps, uniform_exploration=u, **kw, **extra)
+    def one(p, i, k, u):
+        return fn(p, i, params, k, steps, uniform_exploration=u, **kw, **extra)
 
-        return jax.jit(jax.vmap(one, axis_name="regions"))(prep, inp, keys, jnp.asarray(uniform))
-
-    ref = run(construct.construct_ants)
-    fused = run(kernel.construct_ants_fused, interpret=True, block=block)
-    return jax.device_get(ref), jax.device_get(fused)
+    out = jax.jit(jax.vmap(one, axis_name="regions"))(prep, inp, keys, jnp.asarray(uniform))
+    return jax.device_get(out)
 
 
-@pytest.mark.parametrize("bucket", [16, 32, pytest.param(64, marks=pytest.mark.slow)])
-def test_fused_equals_lax_on_generated_regions(bucket):
-    # 100 regions per bucket (2..16, 17..32, 33..64), both passes each.
+def _both(prep, inp, params, keys, steps, uniform, block):
+    """(lax results, fused results) for a batch."""
+    args = (prep, inp, params, keys, steps, uniform)
+    ref = _run(construct.construct_ants, *args)
+    return ref, _run(kernel.construct_ants_fused, *args, interpret=True, block=block)
+
+
+@pytest.mark.parametrize(
+    "bucket, tau_dtype",
+    [(16, jnp.float32), (32, jnp.float16), pytest.param(64, jnp.float32, marks=pytest.mark.slow)],
+)
+def test_fused_equals_lax_on_generated_regions(bucket, tau_dtype):
+    # 100 regions per bucket (2..16, 17..32, 33..64), both passes each; bucket 32 with a
+    # float16 pheromone table (scored in f32 by both paths).
     regions = generate_regions(bucket, 100, 2 if bucket == 16 else bucket // 2 + 1, bucket)
     assert {bucket_size(len(r)) for r in regions} == {bucket}
-    prep, inp, params, keys, steps, uniform = _batch(regions, seed=bucket)
+    prep, inp, params, keys, steps, uniform = _batch(regions, seed=bucket, tau_dtype=tau_dtype)
     ref, fused = _both(prep, inp, params, keys, steps, uniform, block=16)
     for name in construct.AntResults._fields:
         a, b = getattr(ref, name), getattr(fused, name)
@@ -89,6 +101,12 @@ def test_fused_equals_lax_on_generated_regions(bucket):
     assert (ref.stalls > 0).any()
     distinct = [len({tuple(o) for o in ref.order[b]}) for b in range(ref.order.shape[0])]
     assert max(distinct) > 1
+    # The soft limit steers: with it at the RP limit, only the rows that had it lower change.
+    plain = inp._replace(soft_limit=inp.rp_limit)
+    plain = _run(construct.construct_ants, prep, plain, params, keys, steps, uniform)
+    lowered = np.asarray(inp.soft_limit < inp.rp_limit).any(axis=1)
+    changed = (plain.order != ref.order).reshape(len(lowered), -1).any(axis=1)
+    assert changed[lowered].any() and not changed[~lowered].any()
     # Spot-check the fused orders with the verifier.
     for b in range(0, len(regions) * 2, 17):
         region = regions[b // 2]
@@ -120,11 +138,14 @@ def _lower_for_cuda(fn, *args):
 TRITON_CALL = "__gpu$xla.gpu.triton"
 
 
-@pytest.mark.parametrize("n, ants, regions", [(12, 64, 1), (60, 256, 3), (500, 1024, 2)])
-def test_kernel_lowers_for_cuda(n, ants, regions):
+@pytest.mark.parametrize(
+    "n, ants, regions, tau_dtype",
+    [(12, 64, 1, jnp.float32), (60, 256, 3, jnp.float16), (500, 1024, 2, jnp.float32)],
+)
+def test_kernel_lowers_for_cuda(n, ants, regions, tau_dtype):
     # Catches every primitive the Pallas Triton lowering lacks (as it would on the GPU).
     reg = [generate_region(k, n) for k in range(regions)]
-    prep, inp, params, keys, steps, uniform = _batch(reg, seed=0)
+    prep, inp, params, keys, steps, uniform = _batch(reg, seed=0, tau_dtype=tau_dtype)
 
     def run(prep, inp, params, keys, steps, uniform):
         def one(p, i, k, u):
@@ -139,10 +160,17 @@ def test_kernel_lowers_for_cuda(n, ants, regions):
     assert text.count(TRITON_CALL) == 1  # the whole construction is one kernel
 
 
-def test_solve_with_the_kernel_lowers_for_cuda():
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_solve_with_the_kernel_lowers_for_cuda(dtype):
     regions = [generate_region(k, 20 + k) for k in range(3)]
     prob = colony.problem(regions, MACHINE)
-    config = ColonyConfig(wavefronts=2, wavefront_size=64, max_iterations=4, construction="pallas")
+    config = ColonyConfig(
+        wavefronts=2,
+        wavefront_size=64,
+        max_iterations=4,
+        construction="pallas",
+        pheromone_dtype=dtype,
+    )
     text = _lower_for_cuda(
         lambda p, q, k: colony.solve(p, q, k, config=config),
         prob,
@@ -246,7 +274,7 @@ def test_warmup_fills_the_persistent_cache(tmp_path):
     cmd = [sys.executable, "-m", "jaxsched", "warmup", "--buckets", "16", "--batches", "1"]
     done = subprocess.run(cmd + opts, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
-    assert "2 executables for 1 buckets" in done.stdout
+    assert "4 executables for 1 buckets" in done.stdout  # derivation, init, run, solution
     script = (
         "import collections, jax, jaxsched\n"
         "from jaxsched.problem.generate import generate_region\n"

@@ -5,14 +5,16 @@ from __future__ import annotations
 import itertools
 import random
 
-import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from makespan_reference import int_caps, plain_decode, plain_most_pending, verify_schedule
 
 from jaxsched.makespan import (
     SM,
+    STARTS,
+    UNITS,
     MakespanError,
     decode,
     estimate,
@@ -23,50 +25,7 @@ from jaxsched.makespan import (
     normalize,
     round_robin,
 )
-from jaxsched.makespan import anneal as anneal_mod
 from jaxsched.makespan import decoder as dec
-
-UNITS = "LCSD"
-
-# ----------------------------------------------------------------------------- independent code
-
-
-def plain_decode(kernel: str, caps: dict[str, int], sigma: int, string) -> list[list[int]]:
-    """Plain-Python decoder straight from the spec: 1-based cycles per warp and instruction."""
-    warps = max(string) + 1
-    per_cycle: dict[int, list[str]] = {}
-    cycles: list[list[int]] = [[] for _ in range(warps)]
-    for w in string:
-        unit = kernel[len(cycles[w])]
-        c = cycles[w][-1] + 1 if cycles[w] else 1
-        while True:
-            used = per_cycle.get(c, [])
-            if len(used) < sigma and used.count(unit) < caps.get(unit, sigma):
-                break
-            c += 1
-        per_cycle.setdefault(c, []).append(unit)
-        cycles[w].append(c)
-    return cycles
-
-
-def verify_schedule(kernel: str, caps: dict[str, int], sigma: int, cycles) -> int:
-    """Independent check of a schedule (int[W, I], 1-based); returns its makespan."""
-    cycles = np.asarray(cycles)
-    assert cycles.shape[1] == len(kernel)
-    assert np.all(cycles >= 1)
-    assert np.all(np.diff(cycles, axis=1) >= 1), "a warp's instructions must issue in order"
-    per_cycle = np.bincount(cycles.ravel())
-    assert per_cycle.max() <= sigma, "more warps issue in a cycle than there are schedulers"
-    for u in set(kernel):
-        cols = [k for k, ch in enumerate(kernel) if ch == u]
-        use = np.bincount(cycles[:, cols].ravel())
-        assert use.max() <= caps.get(u, sigma), f"unit {u} over capacity"
-    return int(cycles.max())
-
-
-def int_caps(norm) -> dict[str, int]:
-    return {u: int(norm.capacity[i]) for i, u in enumerate(UNITS)}
-
 
 CONFIGS = [
     SM(4, {"L": 1, "C": 4, "S": 1, "D": 0.5}),
@@ -139,6 +98,17 @@ def test_start_templates():
     for w in mp:
         counts[w] += 1
         assert counts.max() - counts.min() <= 1
+
+
+def test_most_pending_matches_the_literal_rule():
+    # The library's union-find version against the rule evaluated literally, on random kernels
+    # (multi-cycle units and fractional capacities included).
+    rng = np.random.default_rng(0)
+    for t in range(120):
+        kernel = "".join(rng.choice(list(UNITS), size=int(rng.integers(1, 9))))
+        norm = normalize(kernel, CONFIGS[t % len(CONFIGS)])
+        warps = int(rng.integers(1, 10))
+        assert most_pending(norm, warps).tolist() == plain_most_pending(norm, warps)
 
 
 # ----------------------------------------------------------------------------- decoder
@@ -229,7 +199,7 @@ def test_estimate_valid_and_deterministic():
     # Chunking does not change the random stream.
     c = estimate(norm, 6, **{**kw, "chunk": 7})
     np.testing.assert_array_equal(a.history[-1], c.history[-1])
-    assert set(a.chain_start) == set(anneal_mod.STARTS)
+    assert set(a.chain_start) == set(STARTS)
     # Annealing improves on the start strings somewhere.
     assert a.history[-1].sum() > a.history[0].sum()
 
@@ -239,30 +209,6 @@ def test_single_warp_and_single_instruction():
     assert res.makespan == 3 and res.lower_bound == 3
     res = estimate("C", 3, CONFIGS[2], chains=4, iterations=10)
     assert res.makespan == 3
-
-
-def test_anneal_does_not_retrace_and_matches_eager():
-    norm = normalize("LCCSL", CONFIGS[0])
-    warps, chains = 4, 8
-    tab = dec.tables(norm, warps)
-    strings, _ = anneal_mod.start_strings(norm, warps, chains, anneal_mod.STARTS, jax.random.key(0))
-    init = anneal_mod._init_jit(tab, jnp.asarray(strings.T), warps)
-    traced = jax.jit(
-        chex.assert_max_traces(anneal_mod.anneal_steps, n=1), static_argnames="num_warps"
-    )
-    key = jax.random.key(1)
-    s1 = traced(
-        tab, init, key, jnp.int32(0), jnp.int32(5), jnp.int32(50), jnp.float32(0.3), num_warps=warps
-    )
-    # New t0, iterations, start, step count and kernel contents: no retrace.
-    tab2 = dec.tables(normalize("CSLLC", CONFIGS[0]), warps)
-    traced(
-        tab2, s1, key, jnp.int32(5), jnp.int32(9), jnp.int32(80), jnp.float32(1.5), num_warps=warps
-    )
-    eager = anneal_mod.anneal_steps(
-        tab, init, key, jnp.int32(0), jnp.int32(5), jnp.int32(50), jnp.float32(0.3), num_warps=warps
-    )
-    chex.assert_trees_all_equal(s1, eager)
 
 
 # ----------------------------------------------------------------------------- exact search

@@ -85,6 +85,17 @@ def test_cli_errors(argv, match, capsys):
     assert match in capsys.readouterr().err
 
 
+def test_cli_memory_budget_and_plan_line(capsys):
+    argv = ["makespan", "--kernel", "LCS", "--warps", "3", "--schedulers", "2",
+            "--capacity", "L=1,C=2,S=1", "--chains", "4", "--iterations", "3"]  # fmt: skip
+    assert main([*argv, "--memory-budget", "64M"]) == 0
+    err = capsys.readouterr().err
+    assert "makespan: W=3 x I=3 = 9 positions, 4 chains x 3 steps" in err
+    assert main([*argv, "--chains", "100000", "--memory-budget", "16M"]) == 2
+    err = capsys.readouterr().err
+    assert "100000 chains need" in err and "chains fit" in err and "16.0 MiB" in err
+
+
 def test_cli_ptx(tmp_path, capsys):
     ptx = pytest.importorskip("jaxsched.io.ptx")
     src = tmp_path / "k.ptx"

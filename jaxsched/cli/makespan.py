@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -40,24 +41,51 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--iterations", type=int, default=2000, help="annealing steps per chain (default 2000)"
     )
     p.add_argument("--t0", type=float, default=0.3, help="initial temperature (default 0.3)")
+    p.add_argument(
+        "--memory-budget",
+        default=None,
+        metavar="BYTES",
+        help="memory the run may use, e.g. 512M or 8G (default 2G); checked before allocating",
+    )
     p.add_argument("--exact", action="store_true", help="also prove the worst case (small only)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--plot", type=Path, default=None, metavar="FILE", help="draw the schedule")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--quiet", action="store_true", help="no plan line and no progress bar")
     p.set_defaults(func=run)
 
 
 def _parse_pairs(text: str, option: str, kind) -> dict:
+    from jaxsched.makespan import MakespanError
+
     out = {}
     for item in filter(None, (s.strip() for s in text.split(","))):
         name, eq, value = item.partition("=")
         if not eq:
-            raise UsageError(f"{option}: expected UNIT=VALUE, got {item!r}")
+            raise MakespanError(f"{option}: expected UNIT=VALUE, got {item!r}")
+        key = name.strip().upper()
+        if key in out:
+            raise MakespanError(f"{option}: unit {key!r} given twice")
         try:
-            out[name.strip().upper()] = kind(value)
+            out[key] = kind(value)
         except ValueError:
-            raise UsageError(f"{option}: {item!r}: {value!r} is not a number") from None
+            raise MakespanError(f"{option}: {item!r}: {value.strip()!r} is not a number") from None
     return out
+
+
+_BYTES = re.compile(r"(\d+(?:\.\d*)?)\s*([KMGT]?)(?:I?B)?", re.IGNORECASE)
+
+
+def _parse_bytes(text: str | None) -> int | None:
+    """``--memory-budget``: bytes, or a number with a K/M/G/T suffix (powers of 1024)."""
+    from jaxsched.makespan import MakespanError
+
+    if text is None:
+        return None
+    m = _BYTES.fullmatch(text.strip())
+    value = float(m[1]) * 1024 ** " KMGT".index(m[2].upper() or " ") if m else 0.0
+    if not 1 <= value < 2**62:
+        raise MakespanError(f"--memory-budget: expected bytes like 512M or 8G, got {text!r}")
+    return int(value)
 
 
 def _kernel(args) -> str:
@@ -72,8 +100,10 @@ def _kernel(args) -> str:
     return ptx.kernel_string(args.ptx, args.function)
 
 
-def run(args) -> int:
-    from jaxsched.makespan import SM, estimate, exact_worst_case, normalize
+def _plan(args):
+    """Validated options (`EstimatePlan`) and the SM; raises `MakespanError` before any work."""
+    from jaxsched.makespan import SM, MakespanError, plan_estimate
+    from jaxsched.makespan.exact import MAX_POSITIONS as MAX_EXACT
 
     kernel = _kernel(args)
     sm = SM(
@@ -81,19 +111,42 @@ def run(args) -> int:
         _parse_pairs(args.capacity, "--capacity", float),
         cycles=_parse_pairs(args.unit_cycles, "--unit-cycles", int),
     )
-    norm = normalize(kernel, sm)
-    bar = Progress(args.iterations, "steps", enabled=not args.quiet)
+    plan = plan_estimate(
+        kernel, args.warps, sm, seed=args.seed, chains=args.chains, iterations=args.iterations,
+        t0=args.t0, memory_budget=_parse_bytes(args.memory_budget),
+    )  # fmt: skip
+    if args.exact and plan.positions > MAX_EXACT:
+        raise MakespanError(
+            f"--exact: W*I = {plan.positions} positions is too large (at most {MAX_EXACT})"
+        )
+    return plan, sm
+
+
+def run(args) -> int:
+    from jaxsched.makespan import estimate, exact_worst_case
+
+    plan, sm = _plan(args)
+    norm = plan.norm
+    if not args.quiet:
+        print(
+            f"makespan: W={plan.warps} x I={len(norm.kernel)} = {plan.positions} positions, "
+            f"{plan.chains} chains x {plan.iterations} steps, ~{plan.memory_bytes / 2**20:,.0f} "
+            f"MiB; progress every {plan.call_steps} steps",
+            file=sys.stderr,
+        )
+    bar = Progress(plan.iterations, "steps", enabled=not args.quiet)
     res = estimate(
         norm,
-        args.warps,
-        seed=args.seed,
-        chains=args.chains,
-        iterations=args.iterations,
+        plan.warps,
+        seed=plan.seed,
+        chains=plan.chains,
+        iterations=plan.iterations,
         t0=args.t0,
         progress=bar.advance,
+        memory_budget=plan.memory_budget,
     )
     bar.close()
-    exact = exact_worst_case(norm, args.warps) if args.exact else None
+    exact = exact_worst_case(norm, plan.warps) if args.exact else None
     if args.plot is not None:
         plot(res, norm, args.plot)
     summary = {
@@ -160,6 +213,10 @@ def plot(res, norm, path: Path) -> None:
     ax1.set_ylabel("best-so-far makespan")
     ax1.legend(loc="lower right")
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    try:
+        fig.savefig(path)
+    except (OSError, ValueError) as e:
+        raise UsageError(f"--plot {path}: {e}") from None
+    finally:
+        plt.close(fig)
     print(f"plot written to {path}", file=sys.stderr)

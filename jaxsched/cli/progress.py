@@ -21,6 +21,7 @@ class Progress:
         self.tty = getattr(self.stream, "isatty", lambda: False)()
         self.start = time.perf_counter()
         self._last = 0.0
+        self._note = ""
 
     def advance(self, k: int = 1) -> None:
         self.done += k
@@ -30,6 +31,11 @@ class Progress:
         if self.tty or now - self._last >= 5.0 or self.done >= self.total:
             self._last = now
             self._draw(now)
+
+    def note(self, text: str) -> None:
+        """Show ``text`` after the bar (work inside a long unit, e.g. iterations)."""
+        self._note = text
+        self.advance(0)
 
     def _draw(self, now: float) -> None:
         elapsed = max(now - self.start, 1e-9)
@@ -42,6 +48,8 @@ class Progress:
             f"[{bar}] {self.done}/{self.total} {self.unit}  {rate:.1f} {self.unit}/s  "
             f"{elapsed:.0f}s elapsed" + (f", ~{left:.0f}s left" if self.done < self.total else "")
         )
+        if self._note and self.done < self.total:
+            text += f"  [{self._note}]"
         end = "\r" if self.tty and self.done < self.total else "\n"
         self.stream.write(text + end)
         self.stream.flush()

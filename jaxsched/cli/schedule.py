@@ -8,17 +8,14 @@ import sys
 import time
 from pathlib import Path
 
-from jaxsched.cli.main import UsageError
+from jaxsched.cli.main import UsageError, int_in, machine_named, seed_type
 from jaxsched.cli.progress import Progress
-from jaxsched.cli.warmup import schedule_overrides
 
 #: Verify every result by default when a run has at most this many regions.
 VERIFY_AUTO_LIMIT = 2000
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from jaxsched.colony.params import CONSTRUCTIONS
-
     p = sub.add_parser(
         "schedule",
         help="schedule regions (JSON / JSON Lines) with the ant colony",
@@ -27,24 +24,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("files", nargs="+", metavar="FILE", help="region files (.json or .jsonl)")
     p.add_argument("--machine", default="gfx906", help="machine preset (gfx906, generic)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    p.add_argument(
-        "--ants",
-        type=int,
-        default=None,
-        help="ants per iteration (whole wavefronts; default 256 on CPU, 4096 on GPU)",
-    )
-    p.add_argument("--wavefront", type=int, default=None, help="ants per wavefront (default 64)")
-    p.add_argument("--iterations", type=int, default=None, help="iteration cap per pass")
+    p.add_argument("--seed", type=seed_type, default=0, help="random seed (default 0)")
+    add_colony_options(p)
     p.add_argument(
         "--no-filters", action="store_true", help="turn off the cycle-threshold and revert filters"
-    )
-    p.add_argument(
-        "--construction",
-        choices=CONSTRUCTIONS,
-        default=None,
-        help="how ants construct: auto (default: the fused kernel on a CUDA GPU, else lax), "
-        "lax, pallas (fused Triton kernel, GPU), interpret (the kernel interpreted: slow)",
     )
     p.add_argument(
         "--exact",
@@ -62,12 +45,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--out",
         type=Path,
         default=None,
-        help="write results (JSON Lines) to this file as they arrive",
+        help="write results (JSON Lines, input order) to this file; records are journaled to "
+        "FILE.partial as they arrive",
     )
     p.add_argument(
         "--resume",
         action="store_true",
-        help="skip regions already in --out (by name) and append the rest",
+        help="keep the regions already done in --out (same settings, same region content) "
+        "and schedule the rest",
     )
     verify = p.add_mutually_exclusive_group()
     verify.add_argument(
@@ -89,6 +74,56 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def add_colony_options(p: argparse.ArgumentParser) -> None:
+    """The options that choose the colony's executables (shared with ``jaxsched warmup``)."""
+    from jaxsched.colony.params import CONSTRUCTIONS
+
+    p.add_argument(
+        "--ants",
+        type=int,
+        default=None,
+        help="ants per iteration (whole wavefronts; default 256 on CPU, 4096 on GPU)",
+    )
+    p.add_argument("--wavefront", type=int, default=None, help="ants per wavefront (default 64)")
+    p.add_argument("--iterations", type=int, default=None, help="iteration cap per pass")
+    p.add_argument(
+        "--effort",
+        type=int_in(0, 3),
+        default=None,
+        help="0 (default) .. 3: each level runs 4x the ants, twice the patience and twice the "
+        "iteration cap (better schedules where the bounds are not met, at that cost)",
+    )
+    p.add_argument(
+        "--memory-budget",
+        type=int_in(16, 1 << 22),
+        default=None,
+        metavar="MIB",
+        help="device memory one colony call may use, in MiB (default 2048); larger regions "
+        "run with fewer ants and a float16 pheromone table",
+    )
+    p.add_argument(
+        "--construction",
+        choices=CONSTRUCTIONS,
+        default=None,
+        help="how ants construct: auto (default: the fused kernel on a CUDA GPU, else lax), "
+        "lax, pallas (fused Triton kernel, GPU), interpret (the kernel interpreted: slow); "
+        "results are identical (not part of the settings recorded with --out)",
+    )
+
+
+def colony_overrides(args: argparse.Namespace) -> dict:
+    """`jaxsched.schedule` keyword overrides of the `add_colony_options` options."""
+    pairs = {
+        "ants": args.ants,
+        "effort": args.effort,
+        "wavefront_size": args.wavefront,
+        "max_iterations": args.iterations,
+        "memory_budget": None if args.memory_budget is None else args.memory_budget << 20,
+        "construction": args.construction,
+    }
+    return {k: v for k, v in pairs.items() if v is not None}
+
+
 def _load(files: list[str], machine):
     """Regions of all files, each checked against the machine (errors name the file)."""
     from jaxsched.problem.format import iter_regions
@@ -96,8 +131,6 @@ def _load(files: list[str], machine):
 
     regions = []
     for f in files:
-        if not Path(f).exists():
-            raise UsageError(f"{f}: no such file")
         for k, region in enumerate(iter_regions(f)):
             try:
                 region.check_machine(machine)
@@ -107,104 +140,132 @@ def _load(files: list[str], machine):
     return regions
 
 
-def _done_names(out: Path) -> set[str]:
-    """Names of the regions already in a results file; lines cut off by an interrupted run are
-    dropped from the file (their regions are scheduled again)."""
-    if not out.exists():
-        return set()
-    done: set[str] = set()
-    kept: list[str] = []
-    for lineno, line in enumerate(out.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            done.add(json.loads(line)["name"])
-            kept.append(line)
-        except (json.JSONDecodeError, KeyError, TypeError):
-            print(
-                f"jaxsched schedule: {out}:{lineno}: dropping an incomplete result line",
-                file=sys.stderr,
-            )
-    out.write_text("".join(k + "\n" for k in kept))
-    return done
+def _overrides(args: argparse.Namespace) -> dict:
+    """`jaxsched.schedule` keyword overrides from the options."""
+    pairs = {
+        "filters": False if args.no_filters else None,
+        "exact_budget": args.budget if args.exact else None,
+    }
+    return {**colony_overrides(args), **{k: v for k, v in pairs.items() if v is not None}}
+
+
+def _settings(machine, seed: int, overrides: dict) -> dict:
+    """Everything a region's result depends on (recorded in the results file; not the
+    construction, whose modes give identical results)."""
+    import dataclasses
+
+    from jaxsched import __version__
+    from jaxsched.colony.host import split_overrides
+
+    config, params, options = split_overrides(overrides, None, None, None)
+    settings = {
+        "version": __version__,
+        "machine": machine.name,
+        "seed": seed,
+        "config": {k: v for k, v in dataclasses.asdict(config).items() if k != "construction"},
+        "params": {k: float(v) for k, v in params._asdict().items()},
+        "options": {k: v for k, v in dataclasses.asdict(options).items() if k != "max_batch"},
+    }
+    return json.loads(json.dumps(settings))  # as it reads back from the file
+
+
+def _record(region, res, verified: bool) -> dict:
+    from jaxsched.problem.fingerprint import fingerprint
+
+    d = res.to_dict()
+    d.update(instructions=len(region), fingerprint=fingerprint(region), verified=verified)
+    return d
 
 
 def run(args: argparse.Namespace) -> int:
     import jaxsched
+    from jaxsched.cli import results
     from jaxsched.compilation import COMPILED
-    from jaxsched.machines.model import get_machine
+    from jaxsched.problem.fingerprint import fingerprint
 
-    machine = get_machine(args.machine)
+    machine = machine_named(args.machine)
     regions = _load(args.files, machine)
     names = [r.name for r in regions]
-    if len(set(names)) != len(names) and (args.out or args.resume):
+    if len(set(names)) != len(names) and args.out:
         dup = sorted({n for n in names if names.count(n) > 1})[:3]
-        raise UsageError(f"region names must be unique with --out/--resume (repeated: {dup})")
+        raise UsageError(f"region names must be unique with --out (repeated: {dup})")
     if args.resume and args.out is None:
         raise UsageError("--resume needs --out")
-    todo = list(range(len(regions)))
+    overrides = _overrides(args)
+    settings = _settings(machine, args.seed, overrides)
+    verify = args.verify if args.verify is not None else len(regions) <= VERIFY_AUTO_LIMIT
+    records: dict[str, dict] = {}
     if args.resume:
-        done = _done_names(args.out)
-        todo = [i for i in todo if regions[i].name not in done]
-        if len(todo) < len(regions) and not args.quiet:
+        expected = {r.name: (fingerprint(r), len(r)) for r in regions}
+        records = results.resume(args.out, settings, expected)
+        if records and not args.quiet:
             print(
-                f"jaxsched schedule: resuming, {len(regions) - len(todo)} of {len(regions)} "
-                "regions already done",
+                f"jaxsched schedule: resuming, {len(records)} of {len(regions)} regions "
+                "already done",
                 file=sys.stderr,
             )
-    verify = args.verify if args.verify is not None else len(todo) <= VERIFY_AUTO_LIMIT
-    overrides = schedule_overrides(args)
-    if args.no_filters:
-        overrides["filters"] = False
-    if args.exact:
-        overrides["exact_budget"] = args.budget
-    out_file = None
-    if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        out_file = args.out.open("a" if args.resume else "w")
+    todo = [i for i, r in enumerate(regions) if r.name not in records]
+    journal = results.Journal(args.out, settings, list(records.values())) if args.out else None
     bar = Progress(len(todo), "regions", enabled=not args.quiet)
-    rows = []
-    t0 = time.perf_counter()
-    compiled0 = COMPILED.compile_seconds
+    t0, compiled0 = time.perf_counter(), COMPILED.compile_seconds
 
-    def on_batch(idxs: list[int], results: list) -> None:
-        for i, res in zip(idxs, results, strict=True):
+    def on_batch(idxs: list[int], batch: list) -> None:
+        new = []
+        for i, res in zip(idxs, batch, strict=True):
             region = regions[todo[i]]
             if verify:
                 jaxsched.verify(region, machine, res.cycles, order=res.order)
-            record = res.to_dict()
-            record["instructions"] = len(region)
-            record["verified"] = verify
-            if out_file is not None:
-                out_file.write(json.dumps(record) + "\n")
-            rows.append((todo[i], region, res))
-        if out_file is not None:
-            out_file.flush()
+            new.append(_record(region, res, verify))
+        records.update((r["name"], r) for r in new)
+        if journal is not None:
+            journal.add(new)
         bar.advance(len(idxs))
+
+    def on_iteration(count: int, iterations: int) -> None:
+        bar.note(f"{count} region{'s' * (count > 1)}: iteration {iterations}")
 
     try:
         if todo:
             jaxsched.schedule(
-                [regions[i] for i in todo], machine, seed=args.seed, progress=on_batch, **overrides
+                [regions[i] for i in todo],
+                machine,
+                seed=args.seed,
+                progress=on_batch,
+                on_iteration=on_iteration,
+                **overrides,
             )
     finally:
         bar.close()
-        if out_file is not None:
-            out_file.close()
-    elapsed = time.perf_counter() - t0
-    rows = [(region, res) for _, region, res in sorted(rows, key=lambda row: row[0])]
+        if journal is not None and len(records) < len(regions):
+            journal.close()
+    ordered = [records[r.name] for r in regions]
+    if journal is not None:
+        journal.finish(args.out, settings, ordered)
+    _report(
+        args,
+        regions,
+        ordered,
+        machine,
+        time.perf_counter() - t0,
+        COMPILED.compile_seconds - compiled0,
+        verify,
+    )
+    return 0
+
+
+def _report(args, regions, ordered, machine, elapsed, compiled, verify) -> None:
+    from jaxsched.colony import Result
+
     if args.json:
-        for region, res in rows:
-            d = res.to_dict()
-            d["instructions"] = len(region)
-            print(json.dumps(d))
-    else:
-        _print_table(rows, machine, elapsed, COMPILED.compile_seconds - compiled0, verify)
+        for rec in ordered:
+            print(json.dumps(rec))
+        return
+    rows = [(region, Result.from_dict(rec)) for region, rec in zip(regions, ordered, strict=True)]
+    _print_table(rows, machine, elapsed, compiled, verify)
     if args.plot is not None:
         from jaxsched.cli.plots import plot_results
 
         plot_results(rows, machine, args.plot)
-    return 0
 
 
 def _proven(r) -> str:
@@ -255,12 +316,29 @@ def _print_table(rows: list, machine, elapsed: float, compiled: float, verified:
             )
         )
     if rows:
-        total = sum(r.length for _, r in rows)
-        heur = sum(r.heuristic_length for _, r in rows)
-        print(
-            f"\n{len(rows)} regions in {elapsed:.1f} s ({compiled:.1f} s compiling); "
-            f"total length {total} vs heuristic "
-            f"{heur} ({100 * (heur - total) / max(heur, 1):.1f}% shorter); "
-            f"{sum(r.optimal_length for _, r in rows)} meet the length bound (*); "
-            f"{'all verified' if verified else 'not verified'}"
+        print("\n" + summary(rows, elapsed, compiled, verified))
+
+
+def summary(rows: list, elapsed: float, compiled: float, verified: bool) -> str:
+    """One paragraph: occupancy and length against the heuristic start, bounds met."""
+    res = [r for _, r in rows]
+    total, heur = sum(r.length for r in res), sum(r.heuristic_length for r in res)
+    occ, heur_occ = sum(r.occupancy for r in res), sum(r.heuristic_occupancy for r in res)
+    change = 100 * abs(heur - total) / max(heur, 1)
+    length = f"{change:.1f}% {'shorter' if total <= heur else 'longer'}"
+    same = [r for r in res if r.occupancy == r.heuristic_occupancy]
+    gained = sum(r.occupancy > r.heuristic_occupancy for r in res)
+    at_equal = ""
+    if total > heur and gained:
+        s_tot = sum(r.length for r in same)
+        s_heur = sum(r.heuristic_length for r in same)
+        at_equal = (
+            f"; higher occupancy on {gained} regions costs length there (at equal occupancy: "
+            f"{s_tot} vs {s_heur} cycles)"
         )
+    return (
+        f"{len(rows)} regions in {elapsed:.1f} s ({compiled:.1f} s compiling); occupancy sum "
+        f"{occ} vs heuristic {heur_occ}; total length {total} vs heuristic {heur} "
+        f"({length}){at_equal}; {sum(r.optimal_length for r in res)} meet the length bound "
+        f"(*); {'all verified' if verified else 'not verified'}"
+    )

@@ -8,7 +8,8 @@ import argparse
 import sys
 import time
 
-from jaxsched.cli.main import UsageError, int_in
+from jaxsched.cli.main import UsageError
+from jaxsched.cli.schedule import add_colony_options, colony_overrides
 
 
 def _powers(text: str) -> list[int]:
@@ -23,7 +24,6 @@ def _powers(text: str) -> list[int]:
 
 def register(sub: argparse._SubParsersAction) -> None:
     from jaxsched.colony.host import WARMUP_BUCKETS
-    from jaxsched.colony.params import CONSTRUCTIONS
 
     p = sub.add_parser(
         "warmup",
@@ -31,13 +31,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Compile the executables `jaxsched schedule` uses for each instruction "
         "bucket and batch size into the persistent compilation cache ($JAXSCHED_CACHE_DIR, "
         "default ~/.cache/jaxsched/xla). Use the same --machine, --ants, --wavefront, "
-        "--iterations and --construction as the schedule runs that should profit.",
+        "--iterations, --effort, --memory-budget and --construction as the schedule runs that "
+        "should profit.",
     )
     p.add_argument("--machine", default="gfx906", help="machine preset (gfx906, generic)")
-    p.add_argument("--ants", type=int_in(1, 1 << 20), default=None, help="ants per iteration")
-    p.add_argument("--wavefront", type=int_in(1, 1 << 16), default=None, help="ants per wavefront")
-    p.add_argument("--iterations", type=int_in(1, 1 << 16), default=None, help="iteration cap")
-    p.add_argument("--construction", choices=CONSTRUCTIONS, default=None)
+    add_colony_options(p)
     p.add_argument(
         "--buckets",
         type=_powers,
@@ -50,20 +48,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cache-dir", default=None, help="persistent cache directory")
     p.add_argument("--quiet", action="store_true", help="print the summary line only")
     p.set_defaults(func=run)
-
-
-def schedule_overrides(args: argparse.Namespace) -> dict:
-    """`jaxsched.schedule` keyword overrides of the options shared with ``schedule``."""
-    overrides: dict = {}
-    if args.ants is not None:
-        overrides["ants"] = args.ants
-    if args.wavefront is not None:
-        overrides["wavefront_size"] = args.wavefront
-    if args.iterations is not None:
-        overrides["max_iterations"] = args.iterations
-    if args.construction is not None:
-        overrides["construction"] = args.construction
-    return overrides
 
 
 def run(args: argparse.Namespace) -> int:
@@ -87,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     records = warmup(
         machine, buckets=args.buckets, batches=args.batches, progress=show,
-        **schedule_overrides(args),
+        **colony_overrides(args),
     )  # fmt: skip
     print(
         f"{sum(r['compilations'] for r in records)} executables for {len(args.buckets)} buckets "

@@ -4,6 +4,7 @@ Device core (pure functions over pytrees; `jit`, `vmap`, `scan` them):
   * `problem(regions, machine)` -> `ColonyProblem` (host: padding; jitted: starts and bounds);
   * `init(problem, params, key)` -> `ColonyState`; `step(state, problem, params)` one iteration
     of every region's current pass; `solution(state, problem, params)` -> `Solution`;
+  * `run(state, problem, params, k)` up to k steps;
   * `solve(problem, params, key)` = init, step until done, solution.
 
 Host shell: `schedule(regions, machine, seed=...)` -> one `Result` per region.
@@ -16,6 +17,7 @@ from jaxsched.colony.core import (
     Solution,
     default_config,
     init,
+    run,
     solution,
     solve,
     step,
@@ -40,6 +42,7 @@ __all__ = [
     "default_params",
     "init",
     "problem",
+    "run",
     "schedule",
     "solution",
     "solve",

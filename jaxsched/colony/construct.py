@@ -190,9 +190,12 @@ class AntResults(NamedTuple):
 class StepInputs(NamedTuple):
     """Per-iteration inputs shared by all ants of a region."""
 
-    tau: jnp.ndarray  # f32[N + 1, N + 1]: pheromone; row N = start, column N = dummy
+    tau: jnp.ndarray  # f32|f16[N + 1, N + 1]: pheromone; row N = start, column N = dummy
     q0: jnp.ndarray  # f32[]: exploitation probability
-    rp_limit: jnp.ndarray  # int32[F]: largest RP per file within the RP cost target
+    rp_limit: jnp.ndarray  # int32[F]: largest RP per file within the RP cost target (an ant
+    #                        above it is dead)
+    soft_limit: jnp.ndarray  # int32[F]: the RP per file candidates are steered below (at most
+    #                          rp_limit; lower after iterations in which every ant died)
     stall_budget: jnp.ndarray  # f32[]: G, the stall count of the best schedule so far (>= 1)
     timed: jnp.ndarray  # bool[]: ILP pass (latencies, stalls) vs RP pass
     key: jnp.ndarray  # f32[N + 1]: static heuristic key (`static_key` of this pass)
@@ -276,6 +279,8 @@ class Candidates(NamedTuple):
     eligible: jnp.ndarray  # bool[w, A]: may be chosen now
     semi: jnp.ndarray  # bool[w, A]: semi-ready (choosing it means waiting)
     wait: jnp.ndarray  # f32[w, A]: cycles to wait for it (<= 0 when ready)
+    over: jnp.ndarray  # bool[w, A]: issuing it would put the RP above the soft limit
+    raises: jnp.ndarray  # bool[w, A]: issuing it raises the RP (defines more than it kills)
     cycle: jnp.ndarray  # int32[A]: the ant's cycle (after a necessary stall)
     issued: jnp.ndarray  # int32[A]: instructions already issued in ``cycle``
 
@@ -312,9 +317,14 @@ def prefix_sum(x: jnp.ndarray) -> jnp.ndarray:
 # The decision functions below are pure math on loaded values (a `first_slots` view, the
 # pheromone of each slot, `AntView`): the `lax` step and the fused kernel (`colony.kernel`) both
 # call them, so a change of the rules reaches both.
-def _candidates(ready: ReadyList, ant: AntView, seeds: AntSeeds) -> Candidates:
-    """Ready vs semi-ready in the view's slots; with nothing ready the ant stalls to the first
-    earliest cycle (a necessary stall)."""
+def _candidates(
+    ready: ReadyList, ant: AntView, live_through: jnp.ndarray, inp: StepInputs, seeds: AntSeeds
+) -> Candidates:
+    """Ready vs semi-ready in the view's slots (with nothing ready the ant stalls to the first
+    earliest cycle: a necessary stall), and their register effect (``live_through``
+    int32[F]). A semi-ready candidate is eligible in the wavefronts allowed optional stalls,
+    and in every wavefront when no ready candidate stays within the soft RP limit (waiting
+    beats dying)."""
     w = ready.e.shape[0]
     slots = lax.broadcasted_iota(jnp.int32, (w, 1), 0)
     valid = slots < ready.count[None, :]
@@ -326,8 +336,14 @@ def _candidates(ready: ReadyList, ant: AntView, seeds: AntSeeds) -> Candidates:
     issued = jnp.where(cycle != ant.cycle, 0, ant.issued)
     is_ready = valid & (e <= cycle)
     semi = valid & ~is_ready
-    eligible = is_ready | (semi & seeds.may_stall)
-    return Candidates(eligible, semi, (e - cycle).astype(jnp.float32), cycle, issued)
+    kill, born = ready.kill, ready.born  # [F, w, A]
+    after = ant.live_w[:, None, :] + born - kill + live_through[:, None, None]
+    over = any_(after > inp.soft_limit[:, None, None], 0)
+    safe_ready = any_(is_ready & ~over, 0)
+    eligible = is_ready | (semi & (seeds.may_stall | ~safe_ready))
+    raises = born.sum(axis=0) > kill.sum(axis=0)
+    wait = (e - cycle).astype(jnp.float32)
+    return Candidates(eligible, semi, wait, over, raises, cycle, issued)
 
 
 def _scores(
@@ -335,22 +351,17 @@ def _scores(
     tau: jnp.ndarray,
     c: Candidates,
     ant: AntView,
-    live_through: jnp.ndarray,
     inp: StepInputs,
     params: ColonyParams,
 ) -> jnp.ndarray:
     """f32[w, A]: score of each eligible slot (0 elsewhere), as in the spec:
-    ``tau[last, j] * (1 + key[j])``, damped for RP increase, RP-target overflow and stalls.
-    ``tau`` [w, A] (f32 or f16): the pheromone of each slot's candidate after the ant's last
-    choice."""
-    kill, born = ready.kill, ready.born  # [F, w, A]
-    after = ant.live_w[:, None, :] + born - kill + live_through[:, None, None]
-    over = any_(after > inp.rp_limit[:, None, None], 0)  # would break the RP target
-    raises = born.sum(axis=0) > kill.sum(axis=0)
-
+    ``tau[last, j] * (1 + key[j])``, damped for RP increase, soft-limit overflow and stalls.
+    ``tau`` [w, A] (f32 or f16, scored in f32): the pheromone of each slot's candidate after
+    the ant's last choice."""
+    over, raises = c.over, c.raises
     wl = jnp.where(inp.timed, params.weight_last_use, params.weight_last_use_rp)
     ws = params.weight_cp + params.weight_successors
-    luc = kill.sum(axis=0).astype(jnp.float32)
+    luc = ready.kill.sum(axis=0).astype(jnp.float32)
     luc = luc / jnp.maximum(luc.max(axis=0), 1.0)
     key = (ready.key * ws + wl * luc) / jnp.maximum(ws + wl, 1e-6)
     score = tau.astype(jnp.float32) * (1.0 + key)
@@ -360,10 +371,17 @@ def _scores(
     score = jnp.where(over & safe_exists, score * params.overflow_damping, score)
     g = inp.stall_budget
     taken = ant.stalls.astype(jnp.float32)
-    damp_wait = jnp.where(c.wait < g, (g - 2 * c.wait) / g, 1.0 / g)
-    damp_taken = jnp.where(taken < g, (g - 2 * taken) / g, 1.0 / g)
+    damp_wait = _stall_damping(c.wait, g)
+    damp_taken = _stall_damping(taken, g)
     score = jnp.where(c.semi, score * damp_wait * damp_taken, score)
     return jnp.where(c.eligible, jnp.maximum(score, params.score_floor), 0.0)
+
+
+def _stall_damping(stalls: jnp.ndarray, g: jnp.ndarray) -> jnp.ndarray:
+    """Score factor for waiting ``stalls`` cycles against the stall budget G: the spec's
+    ``(G - 2w) / G`` below G and ``1 / G`` from G on, kept at least ``1 / G`` (the spec's
+    linear part turns negative for G/2 < w < G, which floored such waits below longer ones)."""
+    return jnp.maximum((g - 2 * stalls) / g, 1.0 / g)
 
 
 def _pick(
@@ -412,13 +430,13 @@ def decide(
     scan=prefix_sum,
 ) -> tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray]:
     """Pick a slot per ant from a `first_slots` view holding every ant's candidates (``tau``
-    f32[w, A]: pheromone of each slot's candidate after the ant's last choice). Returns (slot
+    f32|f16[w, A]: pheromone of each slot's candidate after the ant's last choice). Returns (slot
     int32[A], ``dummy_slot`` for finished ants; cycle int32[A]; issued int32[A]).
 
     Pure math on loaded values, shared by the `lax` step and the fused kernel; ``scan`` is the
     prefix sum (the kernel passes `jnp.cumsum`, which Pallas lowers; sums are exact)."""
-    c = _candidates(ready, ant, seeds)
-    score = _scores(ready, tau, c, ant, live_through, inp, params)
+    c = _candidates(ready, ant, live_through, inp, seeds)
+    score = _scores(ready, tau, c, ant, inp, params)
     pick = _pick(score, c.eligible, t, inp.q0, seeds, scan)
     return jnp.where(ready.count > 0, pick, dummy_slot), c.cycle, c.issued
 

@@ -1,8 +1,10 @@
 """`schedule`: the host shell over the device core (`jaxsched.colony.core`).
 
 Regions are grouped by padded shape (size buckets) and split into batches that fit the memory
-budget; each batch becomes a `ColonyProblem`, is solved by one jitted `solve` call and unpadded
-into `Result`s. Options that need the host stay here: the exact search, batching, memory,
+budget (few batch sizes per bucket: few executables, which `warmup` compiles ahead); each
+batch becomes a `ColonyProblem`, is solved by the jitted ``init``, ``run`` (in chunks, for
+progress) and ``solution`` calls, and is unpadded into `Result`s; the next batch is prepared
+while the device runs. Options that need the host stay here: the exact search, batching, memory,
 progress.
 """
 
@@ -13,6 +15,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import NamedTuple
 
 import jax
@@ -20,9 +23,21 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsched.colony import dispatch
-from jaxsched.colony.core import Solution, default_config, solve
-from jaxsched.colony.params import NO_FILTERS, ColonyConfig, ColonyParams, default_params
-from jaxsched.colony.problem import CHOOSABLE_STARTS, SOURCES, canonical_shape, problem
+from jaxsched.colony.core import DONE, Solution, default_config, init, run, solution
+from jaxsched.colony.params import (
+    NO_FILTERS,
+    ColonyConfig,
+    ColonyParams,
+    default_params,
+    effort_settings,
+)
+from jaxsched.colony.problem import (
+    CHOOSABLE_STARTS,
+    SOURCES,
+    ColonyProblem,
+    canonical_shape,
+    problem,
+)
 from jaxsched.compilation import COMPILED, ensure_persistent_cache
 from jaxsched.errors import InputError
 from jaxsched.machines.model import Machine, gfx906
@@ -32,7 +47,9 @@ from jaxsched.problem.region import Region
 #: Default device-memory budget of one colony call (bytes); larger batches are split.
 DEFAULT_MEMORY_BUDGET = 2 << 30
 
-_solve_jit = jax.jit(solve, static_argnames=("config",))
+_init_jit = jax.jit(init, static_argnames=("config",))
+_run_jit = jax.jit(run, static_argnames=("config",), donate_argnames=("state",))
+_solution_jit = jax.jit(solution)
 
 
 @dataclass(frozen=True)
@@ -98,30 +115,50 @@ class Result:
         d["iterations"] = list(self.iterations)
         return d
 
+    @classmethod
+    def from_dict(cls, d: dict) -> Result:
+        """The inverse of `to_dict` (extra keys are ignored)."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        kw = {k: v for k, v in d.items() if k in names}
+        kw["cycles"] = np.asarray(kw["cycles"], np.int64)
+        kw["order"] = tuple(kw["order"])
+        kw["iterations"] = tuple(kw["iterations"])
+        return cls(**kw)
+
 
 # ------------------------------------------------------------------------------ memory
-def estimate_bytes(shape: PaddedShape, ants: int, batch: int = 1) -> int:
-    """Rough device bytes of one colony call (pheromone, per-ant state, results, temporaries)."""
+def estimate_bytes(
+    shape: PaddedShape, ants: int, batch: int = 1, pheromone_dtype: str = "float32"
+) -> int:
+    """Rough device bytes of one colony call (pheromone, per-ant state, results, temporaries).
+
+    Calibrated with XLA's memory analysis of compiled calls (N = 512..2048: the real use is
+    0.6-0.7x this estimate; the pheromone table and its in-loop copy dominate large regions).
+    """
     N, K, R, F = shape.n + 1, shape.ready + 1, shape.regs + 1, shape.files
     per_ant = 4 * (2 * K + 4 * N + 3 * R + 4 * F + 8) + R
     per_ant += 4 * shape.ready * 8  # scoring temporaries over the ready slots
-    per_region = 4 * 3 * N * N + ants * per_ant * 2
+    tau_bytes = 2 if pheromone_dtype == "float16" else 4
+    per_region = 3 * tau_bytes * N * N + ants * per_ant * 2
     return batch * per_region
 
 
 def fit_ants(shape: PaddedShape, config: ColonyConfig, budget: int) -> ColonyConfig:
-    """The config with as many wavefronts as fit ``budget`` for one region (at least one)."""
-    waves = config.wavefronts
-    while waves > 1 and estimate_bytes(shape, waves * config.wavefront_size) > budget:
-        waves //= 2
-    if estimate_bytes(shape, waves * config.wavefront_size) > budget:
-        raise MemoryError(
-            f"a region of {shape.n} instructions (padded) needs about "
-            f"{estimate_bytes(shape, config.wavefront_size) / 2**20:.0f} MiB with one wavefront "
-            f"of {config.wavefront_size} ants, over the memory budget of "
-            f"{budget / 2**20:.0f} MiB; raise memory_budget or lower wavefront_size"
-        )
-    return dataclasses.replace(config, wavefronts=waves)
+    """The config for one region of ``shape`` within ``budget`` bytes: all wavefronts if they
+    fit, else fewer (halving), else a float16 pheromone table with as many as fit; a
+    `MemoryError` naming the need when not even one wavefront fits."""
+    for dtype in (config.pheromone_dtype, "float16"):
+        waves = config.wavefronts
+        while waves > 1 and estimate_bytes(shape, waves * config.wavefront_size, 1, dtype) > budget:
+            waves //= 2
+        if estimate_bytes(shape, waves * config.wavefront_size, 1, dtype) <= budget:
+            return dataclasses.replace(config, wavefronts=waves, pheromone_dtype=dtype)
+    need = estimate_bytes(shape, config.wavefront_size, 1, "float16")
+    raise MemoryError(
+        f"a region of {shape.n} instructions (padded) needs about {need / 2**20:.0f} MiB with one "
+        f"wavefront of {config.wavefront_size} ants, over the memory budget of "
+        f"{budget / 2**20:.0f} MiB; raise the memory budget or lower the wavefront size"
+    )
 
 
 def batch_sizes(cap: int) -> tuple[int, ...]:
@@ -135,7 +172,7 @@ def batch_sizes(cap: int) -> tuple[int, ...]:
 
 
 def choose_batch(count: int, cap: int) -> int:
-    """Batch size for ``count`` regions of a bucket (all its calls use it): one call padded to
+    """Batch size for ``count`` regions of a group (all its calls use it): one call padded to
     the next size up to ``cap``; beyond, the largest size padding at most 1/8 more."""
     sizes = batch_sizes(cap)
     if count <= cap:
@@ -143,48 +180,50 @@ def choose_batch(count: int, cap: int) -> int:
     return max(b for b in sizes if -(-count // b) * b * 8 <= count * 9)
 
 
+def batch_cap(shape: PaddedShape, config: ColonyConfig, options: Options) -> int:
+    """The largest batch size (a power of two) of regions of ``shape`` run with ``config``
+    (fitted by `fit_ants`) within the memory budget and ``options.max_batch``."""
+    per_region = estimate_bytes(shape, config.ants, 1, config.pheromone_dtype)
+    cap = max(1, min(options.max_batch, options.memory_budget // per_region))
+    return 1 << (cap.bit_length() - 1)
+
+
 class Batch(NamedTuple):
     """One colony call of `schedule`."""
 
     indices: list[int]  # regions of the call (input positions)
-    shape: PaddedShape  # the bucket's padded shape
-    config: ColonyConfig  # ants fitted to the memory budget
+    shape: PaddedShape  # the group's padded shape
+    config: ColonyConfig  # ants (and pheromone dtype) fitted to the memory budget
     size: int  # batch size B (>= len(indices); padded with copies)
-
-
-def bucket_plan(shape: PaddedShape, config: ColonyConfig, options: Options):
-    """(config fitted to the memory budget, largest batch size) of a bucket's shape."""
-    cfg = fit_ants(shape, config, options.memory_budget)
-    per_region = estimate_bytes(shape, cfg.ants)
-    cap = max(1, min(options.max_batch, options.memory_budget // per_region))
-    return cfg, 1 << (cap.bit_length() - 1)
 
 
 def plan_batches(
     regions: Sequence[Region], machine: Machine, config: ColonyConfig, options: Options
 ) -> list[Batch]:
-    """Group regions by instruction bucket (one padded shape each), then split groups into
-    calls of one batch size per bucket (`choose_batch`) that fits the memory budget."""
-    groups: dict[int, list[int]] = {}
-    shapes = [padded_shape(r, machine) for r in regions]
-    for i, s in enumerate(shapes):
-        groups.setdefault(s.n, []).append(i)
+    """Batches of regions: grouped by instruction bucket and by the config that fits each
+    region alone (so a region's ants never depend on the other regions of the call), then
+    split into calls of one batch size per group (`choose_batch`: few distinct batch shapes)
+    that fit the memory budget."""
+    groups: dict[tuple[int, ColonyConfig], list[int]] = {}
+    shapes: dict[int, PaddedShape] = {}
+    for i, r in enumerate(regions):
+        shapes[i] = canonical_shape(padded_shape(r, machine))
+        cfg = fit_ants(shapes[i], config, options.memory_budget)
+        groups.setdefault((shapes[i].n, cfg), []).append(i)
     plan = []
-    for bucket in sorted(groups):
-        idxs = groups[bucket]
-        shape = canonical_shape(shapes[idxs[0]])
-        for i in idxs[1:]:
-            shape = shape.join(shapes[i])
-        cfg, cap = bucket_plan(shape, config, options)
-        if cfg.ants < config.ants:
+    for (_, cfg), idxs in sorted(groups.items(), key=lambda g: (g[0][0], -g[0][1].ants)):
+        if cfg != config:
             warnings.warn(
-                f"regions of up to {shape.n} instructions run with {cfg.ants} ants instead of "
-                f"{config.ants} to fit the memory budget of {options.memory_budget >> 20} MiB",
+                f"regions of {shapes[idxs[0]].n} instructions (padded) run with {cfg.ants} ants "
+                f"instead of {config.ants} and a {cfg.pheromone_dtype} pheromone table to fit "
+                f"the memory budget of {options.memory_budget >> 20} MiB",
                 stacklevel=3,
             )
-        size = choose_batch(len(idxs), cap)
-        for k in range(0, len(idxs), size):
-            plan.append(Batch(idxs[k : k + size], shape, cfg, size))
+        shape = shapes[idxs[0]]
+        for i in idxs[1:]:
+            shape = shape.join(shapes[i])
+        size = choose_batch(len(idxs), batch_cap(shape, cfg, options))
+        plan += [Batch(idxs[k : k + size], shape, cfg, size) for k in range(0, len(idxs), size)]
     return plan
 
 
@@ -209,16 +248,21 @@ def split_overrides(
     options: Options | None,
 ) -> tuple[ColonyConfig, ColonyParams, Options]:
     """Route keyword overrides to the config, the parameters or the options by field name
-    (``ants`` sets whole wavefronts; ``filters=False`` sets the filter parameters off)."""
+    (``ants`` sets whole wavefronts; ``filters=False`` sets the filter parameters off;
+    ``effort=k`` applies `effort_settings` first, so explicit overrides win)."""
     config = config or default_config()
     params = params if params is not None else default_params()
     options = options or Options()
     cfg_fields = {f.name for f in dataclasses.fields(ColonyConfig)}
     opt_fields = {f.name for f in dataclasses.fields(Options)}
-    unknown = set(overrides) - cfg_fields - opt_fields - set(ColonyParams._fields) - {"ants"}
+    extra = {"ants", "effort"}
+    unknown = set(overrides) - cfg_fields - opt_fields - set(ColonyParams._fields) - extra
     if unknown:
-        known = sorted(cfg_fields | opt_fields | set(ColonyParams._fields) | {"ants"})
+        known = sorted(cfg_fields | opt_fields | set(ColonyParams._fields) | extra)
         raise InputError(f"unknown options {sorted(unknown)}; known: {', '.join(known)}")
+    if overrides.get("effort"):
+        config, effort_params = effort_settings(overrides["effort"], config)
+        overrides = {**effort_params, **overrides}
     cfg_kw = {k: v for k, v in overrides.items() if k in cfg_fields}
     if "ants" in overrides:
         size = cfg_kw.get("wavefront_size", config.wavefront_size)
@@ -255,7 +299,7 @@ def to_result(region: Region, machine: Machine, sol: Solution, b: int, exact, se
     hist = {
         f"{p}_{k}": getattr(sol, f"history_{k}")[b, i, : it[i]].tolist()
         for i, p in enumerate(("rp", "ilp"))
-        for k in ("best", "winner")
+        for k in ("best", "winner", "alive")
     }
     return Result(
         name=region.name,
@@ -280,6 +324,74 @@ def to_result(region: Region, machine: Machine, sol: Solution, b: int, exact, se
     )
 
 
+class _Prepared(NamedTuple):
+    """A batch ready to run: its problem on device, its executables compiled."""
+
+    prob: ColonyProblem
+    compile_s: float  # seconds compiling (problem derivation, init, run, solution)
+    host_s: float  # other seconds preparing it (padding, transfers)
+
+
+def compile_batch(
+    prob: ColonyProblem, params: ColonyParams, key: jax.Array, config: ColonyConfig
+) -> None:
+    """Compile (or load from the persistent cache) the executables `solve_batch` runs on
+    problems of ``prob``'s shapes: init, run and solution."""
+    static = {"config": config}
+    COMPILED.compiled(_init_jit, static, prob, params, key)
+    state = jax.eval_shape(partial(init, config=config), prob, params, key)
+    COMPILED.compiled(_run_jit, static, state, prob, params, jnp.int32(1))
+    COMPILED.compiled(_solution_jit, {}, state, prob, params)
+
+
+def _prepare(batch: Batch, regions, machine, params, key, options: Options, exact) -> _Prepared:
+    """Build a batch's problem (derivation dispatched) and compile its executables."""
+    t0, c0 = time.perf_counter(), COMPILED.compile_seconds
+    prob = problem(
+        [regions[i] for i in batch.indices],
+        machine,
+        shape=batch.shape,
+        batch=batch.size,
+        starts=options.starts,
+        exact=[exact.get(i) for i in batch.indices],
+    )
+    compile_batch(prob, params, key, batch.config)
+    compiled = COMPILED.compile_seconds - c0
+    return _Prepared(prob, compiled, time.perf_counter() - t0 - compiled)
+
+
+def solve_batch(
+    prob: ColonyProblem,
+    params: ColonyParams,
+    key: jax.Array,
+    config: ColonyConfig,
+    on_iteration: Callable[[int], None] | None = None,
+    meanwhile: Callable[[], None] | None = None,
+) -> Solution:
+    """`jaxsched.colony.solve` driven from the host in chunks of iterations (same result),
+    so long batches report progress: ``on_iteration(iterations done)`` after each chunk.
+    Chunks double while a call takes under a second. ``meanwhile()`` runs once on the host
+    while the device runs the first chunk (`schedule` prepares the next batch there)."""
+    state = COMPILED(_init_jit, {"config": config}, prob, params, key)
+    chunk, done = 1, 0
+    while True:
+        t0 = time.perf_counter()
+        state = COMPILED(_run_jit, {"config": config}, state, prob, params, jnp.int32(chunk))
+        if meanwhile is not None:
+            m0 = time.perf_counter()
+            meanwhile()
+            t0 += time.perf_counter() - m0
+            meanwhile = None
+        finished = bool((np.asarray(state.phase) == DONE).all())
+        done += chunk
+        if on_iteration is not None:
+            on_iteration(done)
+        if finished or done > 2 * config.max_iterations + 2:
+            return COMPILED(_solution_jit, {}, state, prob, params)
+        if time.perf_counter() - t0 < 1.0:
+            chunk = min(2 * chunk, 2 * config.max_iterations)
+
+
 def schedule(
     regions: Region | Iterable[Region],
     machine: Machine | None = None,
@@ -289,6 +401,7 @@ def schedule(
     params: ColonyParams | None = None,
     options: Options | None = None,
     progress: Callable[[list[int], list[Result]], None] | None = None,
+    on_iteration: Callable[[int, int], None] | None = None,
     **overrides,
 ) -> list[Result]:
     """Schedule regions with the two-pass colony; one `Result` per region, in input order.
@@ -301,6 +414,10 @@ def schedule(
       config / params / options: `ColonyConfig`, `ColonyParams`, `Options`; keyword
         ``overrides`` set their fields by name (``ants=1024`` sets whole wavefronts).
       progress: called after each batch with (region indices, their results).
+      on_iteration: called during a batch with (regions in the batch, iterations done).
+
+    The persistent compilation cache is turned on (`ensure_persistent_cache`), and each batch
+    is prepared (problem, compilation) while the device runs the previous one's first chunk.
     """
     regions = [regions] if isinstance(regions, Region) else list(regions)
     machine = machine or gfx906()
@@ -312,50 +429,27 @@ def schedule(
     key = seed if isinstance(seed, jax.Array) else jax.random.key(int(seed))
     exact = _run_exact(regions, machine, options)
     results: list[Result | None] = [None] * len(regions)
+    plan = plan_batches(regions, machine, config, options)
+    ready = {}
 
-    def finish(call: _Call) -> None:
-        sol = jax.device_get(call.out)
-        compiled = COMPILED.compile_seconds - call.compile0  # this call's and later calls'
-        seconds = (call.compile_s, time.perf_counter() - call.t0 - compiled)
-        for b, i in enumerate(call.batch.indices):
+    def prepare(k: int) -> None:
+        ready[k] = _prepare(plan[k], regions, machine, params, key, options, exact)
+
+    if plan:
+        prepare(0)
+    for k, batch in enumerate(plan):
+        t0, call, idxs = time.perf_counter(), ready.pop(k), batch.indices
+        ahead = partial(prepare, k + 1) if k + 1 < len(plan) else None
+        beat = None if on_iteration is None else partial(on_iteration, len(idxs))
+        sol = jax.device_get(solve_batch(call.prob, params, key, batch.config, beat, ahead))
+        nxt = ready.get(k + 1)
+        spent = time.perf_counter() - t0 - (nxt.compile_s + nxt.host_s if nxt else 0.0)
+        seconds = (call.compile_s, call.host_s + spent)
+        for b, i in enumerate(idxs):
             results[i] = to_result(regions[i], machine, sol, b, exact.get(i), seconds)
         if progress is not None:
-            progress(list(call.batch.indices), [results[i] for i in call.batch.indices])
-
-    # Pipelined: a call is dispatched (asynchronously), then the next one is prepared and
-    # compiled while the device runs it, then its results are fetched.
-    pending = None
-    for batch in plan_batches(regions, machine, config, options):
-        call = _start(batch, regions, machine, params, key, options, exact)
-        if pending is not None:
-            finish(pending)
-        pending = call
-    if pending is not None:
-        finish(pending)
+            progress(list(idxs), [results[i] for i in idxs])
     return results  # type: ignore[return-value]
-
-
-class _Call(NamedTuple):
-    batch: Batch
-    out: Solution  # on device (maybe still running)
-    t0: float  # when its preparation started
-    compile0: float  # COMPILED.compile_seconds then
-    compile_s: float  # seconds compiling its executables
-
-
-def _start(batch: Batch, regions, machine, params, key, options: Options, exact: dict) -> _Call:
-    """Build a call's problem and dispatch its solve (returns before the device is done)."""
-    t0, c0 = time.perf_counter(), COMPILED.compile_seconds
-    prob = problem(
-        [regions[i] for i in batch.indices],
-        machine,
-        shape=batch.shape,
-        batch=batch.size,
-        starts=options.starts,
-        exact=[exact.get(i) for i in batch.indices],
-    )
-    out = COMPILED(_solve_jit, {"config": batch.config}, prob, params, key)
-    return _Call(batch, out, t0, c0, COMPILED.compile_seconds - c0)
 
 
 #: Buckets `warmup` compiles by default (regions of up to 1,024 instructions).
@@ -373,8 +467,9 @@ def warmup(
     progress: Callable[[dict], None] | None = None,
     **overrides,
 ) -> list[dict]:
-    """Compile the executables `schedule` uses, for each bucket's `canonical_shape` and batch
-    sizes (`batch_sizes` up to the bucket's cap, or ``batches``), into the persistent cache
+    """Compile the executables `schedule` uses (problem derivation, init, run, solution) for
+    each bucket's `canonical_shape`, its fitted config (`fit_ants`) and batch sizes
+    (`batch_sizes` up to `batch_cap`, or ``batches``), into the persistent cache
     (`ensure_persistent_cache`), so that a later `schedule` with the same machine, options
     and JAX installation compiles nothing for regions that fit those shapes (regions with more
     successors, predecessors, uses, defs or registers grow their bucket's shape and compile at
@@ -388,15 +483,14 @@ def warmup(
     bad = [b for b in buckets if b < 16 or b & (b - 1)]
     if bad:
         raise InputError(f"warmup: buckets are powers of two from 16, got {bad}")
-    region = generate_region(0, 2)
+    region, key = generate_region(0, 2), jax.random.key(0)
     out = []
     for n in buckets:
         shape = canonical_shape(PaddedShape(n, 1, 1, 1, 1, 1, 1, machine.num_files))
-        cfg, cap = bucket_plan(shape, config, options)
-        for size in batches or batch_sizes(cap):
+        cfg = fit_ants(shape, config, options.memory_budget)
+        for size in batches or batch_sizes(batch_cap(shape, cfg, options)):
             c0, t0 = COMPILED.compilations, time.perf_counter()
-            prob = problem([region], machine, shape=shape, batch=size, starts=options.starts)
-            COMPILED.compiled(_solve_jit, {"config": cfg}, prob, params, jax.random.key(0))
+            _prepare(Batch([0], shape, cfg, size), [region], machine, params, key, options, {})
             rec = {
                 "bucket": n,
                 "batch": size,

@@ -88,8 +88,9 @@ class _Tables(NamedTuple):
     reg_live_out: Any  # bool[R + 1]
     live_through: Any  # int32[F]
     key: Any  # f32[N + 1]: static heuristic key of this pass
-    tau: Any  # f32[N + 1, N + 1]
-    rp_limit: Any  # int32[F]
+    tau: Any  # f32|f16[N + 1, N + 1]
+    rp_limit: Any  # int32[F]: an ant above it dies
+    soft_limit: Any  # int32[F]: candidates are steered below it
     num_steps: Any  # int32[]
     q0: Any  # f32[]
     stall_budget: Any  # f32[]
@@ -293,6 +294,7 @@ def _kernel(*refs, treedef, interpret: bool):
         tau=None,
         q0=T.q0[...],
         rp_limit=T.rp_limit[...],
+        soft_limit=T.soft_limit[...],
         stall_budget=T.stall_budget[...],
         timed=T.timed[...],
         key=None,
@@ -352,6 +354,7 @@ def fused_construction(
         key=inp.key,
         tau=inp.tau,
         rp_limit=inp.rp_limit,
+        soft_limit=inp.soft_limit,
         num_steps=jnp.asarray(num_steps, jnp.int32),
         q0=jnp.asarray(inp.q0, jnp.float32),
         stall_budget=jnp.asarray(inp.stall_budget, jnp.float32),

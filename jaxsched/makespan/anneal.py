@@ -1,30 +1,41 @@
-"""Parallel simulated annealing for the worst-case warp makespan (many chains in one vmap).
+"""Parallel simulated annealing for the worst-case warp makespan: the pure, jit-able core.
 
-One annealing step of every chain (spec ``warp-makespan.md``, "Search"):
+In the style of optax / evosax: pure functions of arrays and pytrees, explicit keys, no hidden
+state. Static configuration is only array *shapes* (warps ``W``, instructions ``I``, chains
+``B``: ``n = W * I`` positions); everything tunable is a traced `AnnealParams`, so new values
+never recompile, and settings can be stacked and vmapped::
 
-1. Propose a neighbour: pick two positions ``p < q`` and either swap them (probability 1/2),
-   move the id at ``q`` to ``p`` (1/4) or the id at ``p`` to ``q`` (1/4), shifting the block in
-   between (any permutation of the multiset is valid, so no repair).
+    tab = tables(norm, warps)                       # Tables, host -> device
+    state = init(tab, strings)                      # strings int32[n, B], chain axis last
+    params = make_params(cooling_steps=2000)        # t0 = 0.3, moves = DEFAULT_MOVES
+    state = run(key, state, tab, params, 2000)      # == 2000 x step(fold_in(key, it), ...)
+
+One step of every chain (spec ``warp-makespan.md``, "Search"):
+
+1. Propose a neighbour: pick two positions ``p < q`` and apply one move of `MOVES`, drawn with
+   the weights ``params.moves``: ``swap`` the ids at ``p`` and ``q``; ``forward``: the id at ``q``
+   moves to ``p``; ``backward``: the id at ``p`` moves to ``q`` (blocks in between shift by one).
+   Any permutation of the multiset is valid, so no repair.
 2. Re-decode only the suffix from ``p`` (`redecode`).
 3. Accept a better-or-equal candidate always, a worse one (``m_cand < m``) with probability
-   ``min(1, T / (m - m_cand))``; ``T = t0 * (1 - it / iterations)``.
+   ``min(1, T / (m - m_cand))``; ``T = max(0, t0 * (1 - it / cooling_steps))``, ``it`` =
+   ``state.iteration``.
 
-Lock-step chains under ``vmap`` run a suffix loop as long as the longest suffix of the batch, so
-the first position ``p`` is shared by all chains of a step (the smaller of two distinct uniform
-positions) and each chain draws its own ``q`` uniformly above it: per chain the pair is uniform
-over all pairs, as in sequential annealing, and no chain waits for another. Randomness: one
-``fold_in(key, it)`` per step, two ``uint32`` per chain.
+Lock-step chains run a suffix loop as long as the longest suffix of the batch, so the first
+position ``p`` is shared by all chains of a step (the smaller of two distinct uniform positions)
+and each chain draws its own ``q`` uniformly above it: per chain the pair is uniform over all
+pairs, as in sequential annealing, and no chain waits for another.
 
-The loop runs on device in chunks (`lax.fori_loop` inside one jitted call with traced bounds);
-the host loops over chunks only to record the best-so-far history and update a progress bar.
-``t0`` and ``iterations`` are traced: changing them does not recompile.
+Randomness: a step takes one key; `run` gives step ``it`` the key ``fold_in(key, it)``, so a run
+does not depend on how its steps are split into calls. Per chain a step draws two ``uint32``:
+word 0 gives ``q`` (bits 8-31), word 1 the acceptance uniform (bits 8-31), and the 16 remaining
+bits the move (word 1 bits 0-1 as the most significant, so the default mix draws the same moves
+as the fixed 1/2, 1/4, 1/4 mix of earlier versions).
 """
 
 from __future__ import annotations
 
-import functools
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import jax
@@ -32,112 +43,141 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxsched.compilation import COMPILED
-from jaxsched.makespan.decoder import Decoded, Tables, decode_batch, redecode, tables, warp_cycles
-from jaxsched.makespan.model import (
-    SM,
-    MakespanError,
-    Normalized,
-    check_warps,
-    fixed_priority,
-    lower_bound,
-    most_pending,
-    normalize,
-    round_robin,
-)
+from jaxsched.makespan.decoder import Decoded, Tables, decode_batch, redecode
+from jaxsched.makespan.model import MakespanError
 
-#: Start templates, mixed across chains in this order (chain c gets ``starts[c % len(starts)]``).
-STARTS = ("round_robin", "priority", "most_pending", "random")
+#: Neighbourhood moves, in the order of `AnnealParams.moves`.
+MOVES = ("swap", "forward", "backward")
+#: Default move weights (swap half of the time).
+DEFAULT_MOVES = (0.5, 0.25, 0.25)
+#: Default initial temperature (the paper's).
+DEFAULT_T0 = 0.3
+#: Most annealing steps in one schedule (``ChainState.iteration`` is int32).
+MAX_ITERATIONS = 1 << 30
+
+
+class AnnealParams(NamedTuple):
+    """Tunable annealing parameters: traced arrays (new values never recompile).
+
+    Stack several (``jax.tree.map(lambda *x: jnp.stack(x), p1, p2)``) and ``jax.vmap`` over them
+    to run several settings in one call. Build with `make_params` (validated on the host).
+
+    Attributes:
+      t0: float32[], initial temperature ``T0 >= 0``.
+      cooling_steps: float32[], steps over which ``T`` falls linearly from ``t0`` to 0 (the run
+        length, usually); ``> 0``.
+      moves: float32[3], weights of the moves in `MOVES` (``>= 0``, positive sum; normalised).
+    """
+
+    t0: jax.Array  # float32[]
+    cooling_steps: jax.Array  # float32[]
+    moves: jax.Array  # float32[3]
 
 
 class ChainState(NamedTuple):
     """State of a batch of B chains (chain axis last, as in `Decoded`).
 
     Attributes:
-      current: `Decoded`, fields int32[n, B], makespan int32[B].
+      current: `Decoded`, the chains' current strings; fields int32[n, B], makespan int32[B].
       best_string: int32[n, B], best warp string seen by each chain.
-      best_makespan: int32[B].
+      best_makespan: int32[B], its makespan (cycles from 1).
+      iteration: int32[], steps done (the ``it`` of the temperature schedule and of `run`'s
+        per-step keys).
     """
 
     current: Decoded
     best_string: jax.Array  # int32[n, B]
     best_makespan: jax.Array  # int32[B]
+    iteration: jax.Array  # int32[]
 
 
-class MakespanResult(NamedTuple):
-    """Result of `estimate`.
+def make_params(
+    cooling_steps: int | float,
+    *,
+    t0: float = DEFAULT_T0,
+    moves: Sequence[float] = DEFAULT_MOVES,
+) -> AnnealParams:
+    """Validated `AnnealParams` (host); raises `MakespanError` on values outside the domain."""
+    t0_f = _finite_float("t0", t0)
+    if t0_f < 0:
+        raise MakespanError(f"t0 must be >= 0, got {t0!r}")
+    steps_f = _finite_float("cooling_steps", cooling_steps)
+    if not 0 < steps_f <= MAX_ITERATIONS:
+        raise MakespanError(
+            f"cooling_steps must be in (0, {MAX_ITERATIONS}], got {cooling_steps!r}"
+        )
+    try:
+        w = np.asarray(moves, np.float64)
+    except (TypeError, ValueError, OverflowError):
+        raise MakespanError(f"moves must be {len(MOVES)} numbers, got {moves!r}") from None
+    if w.shape != (len(MOVES),) or not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
+        raise MakespanError(
+            f"moves must be {len(MOVES)} finite weights >= 0 ({', '.join(MOVES)}) with a "
+            f"positive sum, got {moves!r}"
+        )
+    return AnnealParams(
+        jnp.asarray(t0_f, jnp.float32),
+        jnp.asarray(steps_f, jnp.float32),
+        jnp.asarray(w / w.sum(), jnp.float32),
+    )
 
-    Attributes:
-      makespan: best makespan over all chains (a schedule that can happen: a lower bound on the
-        worst case).
-      warp_string: int32[W*I], a warp string reaching it.
-      cycles: int32[W, I], 1-based cycle of instruction k of warp w in that schedule.
-      lower_bound: the trivial lower bound on any schedule's makespan (spec).
-      history: int32[R, chains], best-so-far makespan per chain after each recorded chunk.
-      history_iterations: int64[R], iterations done at each record (0 = the start strings).
-      chain_best: int32[chains], final best per chain.
-      chain_start: tuple of start-template names per chain.
-      kernel: the normalised kernel string.
-      warps, chains, iterations: the run's sizes.
-      compile_seconds: time of the first (compiling) calls; 0 when already compiled.
-      run_seconds: annealing wall time without compilation.
+
+def _finite_float(name: str, value: object) -> float:
+    """``value`` as a float that is finite in float32; raises `MakespanError` otherwise."""
+    if isinstance(value, bool):
+        raise MakespanError(f"{name} must be a number, got {value!r}")
+    try:
+        out = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        raise MakespanError(f"{name} must be a number, got {value!r}") from None
+    if not np.isfinite(out) or abs(out) > float(np.finfo(np.float32).max):
+        raise MakespanError(f"{name} must be a finite float32 number, got {value!r}")
+    return out
+
+
+def warps_of(tab: Tables, strings: jax.Array) -> int:
+    """Static ``W`` from shapes: strings int32[n, ...] with ``n = W * I``, ``I`` = kernel length."""
+    n, n_instr = strings.shape[0], tab.types.shape[0]
+    if n_instr < 1 or n % n_instr:
+        raise MakespanError(f"string length {n} is not a multiple of the kernel length {n_instr}")
+    return n // n_instr
+
+
+def init(tab: Tables, strings: jax.Array) -> ChainState:
+    """Chains starting from warp strings int32[n, B] (chain axis last); iteration 0.
+
+    Pure and jit-able; shapes (``n``, ``B``, ``I``) are the only static configuration.
     """
+    cur = decode_batch(tab, strings, warps_of(tab, strings))
+    return ChainState(cur, strings, cur.makespan, jnp.zeros((), jnp.int32))
 
-    makespan: int
-    warp_string: np.ndarray  # int32[W*I]
-    cycles: np.ndarray  # int32[W, I]
-    lower_bound: int
-    history: np.ndarray  # int32[R, chains]
-    history_iterations: np.ndarray  # int64[R]
-    chain_best: np.ndarray  # int32[chains]
-    chain_start: tuple[str, ...]
-    kernel: str
-    warps: int
-    chains: int
-    iterations: int
-    compile_seconds: float
-    run_seconds: float
+
+def temperature(params: AnnealParams, iteration: jax.Array) -> jax.Array:
+    """float32[]: ``max(0, t0 * (1 - iteration / cooling_steps))``."""
+    frac = iteration.astype(jnp.float32) / params.cooling_steps
+    return jnp.maximum(params.t0 * (1.0 - frac), 0.0)
 
 
 def _propose(string: jax.Array, p: jax.Array, q: jax.Array, move: jax.Array) -> jax.Array:
-    """Neighbours of ``string`` (int32[n, B]) changing positions ``p .. q[b]`` (``p < q``).
+    """Neighbours of ``string`` (int32[n, B]) changing positions ``p .. q[b]`` (``p <= q``).
 
-    ``move`` (int32[B]) 0/1: swap ``p`` and ``q``; 2: the id at ``q`` moves to ``p``; 3: the id
-    at ``p`` moves to ``q``; blocks in between shift by one.
+    ``move`` (int32[B]) indexes `MOVES`: 0 swap ``p`` and ``q``; 1 the id at ``q`` moves to
+    ``p``; 2 the id at ``p`` moves to ``q``; blocks in between shift by one.
     """
     i = jnp.arange(string.shape[0], dtype=jnp.int32)[:, None]
     q = q[None]
     move = move[None]
     swap = jnp.where(i == p, q, jnp.where(i == q, p, i))
-    to_front = jnp.where(i == p, q, jnp.where((i > p) & (i <= q), i - 1, i))
-    to_back = jnp.where(i == q, p, jnp.where((i >= p) & (i < q), i + 1, i))
-    idx = jnp.where(move < 2, swap, jnp.where(move == 2, to_front, to_back))
+    forward = jnp.where(i == p, q, jnp.where((i > p) & (i <= q), i - 1, i))
+    backward = jnp.where(i == q, p, jnp.where((i >= p) & (i < q), i + 1, i))
+    idx = jnp.where(move == 0, swap, jnp.where(move == 1, forward, backward))
     return jnp.take_along_axis(string, idx, axis=0)
 
 
-def _step(tab, st: ChainState, p, bits, temp, num_warps: int) -> ChainState:
-    """One annealing step of all chains; ``bits`` uint32[2, B] are their random numbers."""
-    n = st.best_string.shape[0]
-    cur = st.current
-    span = (n - 1 - p).astype(jnp.float32)
-    u0 = (bits[0] >> 8).astype(jnp.float32) * (1.0 / (1 << 24))
-    u1 = (bits[1] >> 8).astype(jnp.float32) * (1.0 / (1 << 24))
-    q = jnp.minimum(p + 1 + (u0 * span).astype(jnp.int32), n - 1)
-    move = (bits[1] & 3).astype(jnp.int32)
-    cand = redecode(tab, cur, _propose(cur.string, p, q, move), p, num_warps)
-    worse = cur.makespan - cand.makespan
-    accept = (worse <= 0) | (u1 * worse.astype(jnp.float32) < temp)
-    new = jax.tree.map(lambda a, b: jnp.where(accept, a, b), cand, cur)
-    better = new.makespan > st.best_makespan
-    return ChainState(
-        new,
-        jnp.where(better[None], new.string, st.best_string),
-        jnp.where(better, new.makespan, st.best_makespan),
-    )
-
-
 def _shared_p(key: jax.Array, n: int) -> jax.Array:
-    """The smaller of two distinct uniform positions of ``0 .. n-1`` (needs ``n >= 2``)."""
+    """The smaller of two distinct uniform positions of ``0 .. n-1`` (0 when ``n < 2``)."""
+    if n < 2:
+        return jnp.zeros((), jnp.int32)
     ka, kb = jax.random.split(key)
     a = jax.random.randint(ka, (), 0, n, jnp.int32)
     b = jax.random.randint(kb, (), 0, n - 1, jnp.int32)
@@ -145,176 +185,62 @@ def _shared_p(key: jax.Array, n: int) -> jax.Array:
     return jnp.minimum(a, b)
 
 
-def anneal_steps(
-    tab: Tables,
-    state: ChainState,
-    key: jax.Array,
-    start: jax.Array,
-    steps: jax.Array,
-    iterations: jax.Array,
-    t0: jax.Array,
-    num_warps: int,
-) -> ChainState:
-    """Run steps ``start .. start+steps-1`` of the schedule ``T = t0 (1 - it / iterations)``.
+def _draw(bits: jax.Array, p: jax.Array, n: int, moves: jax.Array):
+    """Per chain from ``bits`` uint32[2, B]: ``q`` int32[B] in ``p+1 .. n-1`` (``p`` if
+    ``n < 2``), the move int32[B] (index of `MOVES`) and the acceptance uniform float32[B]."""
+    u_q = (bits[0] >> 8).astype(jnp.float32) * (1.0 / (1 << 24))
+    u_acc = (bits[1] >> 8).astype(jnp.float32) * (1.0 / (1 << 24))
+    span = (n - 1 - p).astype(jnp.float32)
+    q = jnp.minimum(p + 1 + (u_q * span).astype(jnp.int32), max(n - 1, 0))
+    u16 = ((bits[1] & 3) << 14) | (((bits[1] >> 2) & 63) << 8) | (bits[0] & 255)
+    u_move = u16.astype(jnp.float32) * (1.0 / (1 << 16))
+    cum = jnp.cumsum(moves) / jnp.sum(moves)
+    move = (u_move >= cum[0]).astype(jnp.int32) + (u_move >= cum[1]).astype(jnp.int32)
+    return q, move, u_acc
 
-    All arguments but ``num_warps`` may be traced; step ``it`` uses ``fold_in(key, it)``, so
-    results do not depend on how the iterations are cut into chunks.
+
+def step(key: jax.Array, state: ChainState, tab: Tables, params: AnnealParams) -> ChainState:
+    """One annealing step of every chain, with randomness from ``key``; ``iteration + 1``.
+
+    Pure and jit-able; vmappable over ``params`` (and over states, keys and tables).
     """
     n, chains = state.best_string.shape
-
-    def body(it, st: ChainState) -> ChainState:
-        k = jax.random.fold_in(key, it)
-        kp, kc = jax.random.split(k)
-        p = _shared_p(kp, n)
-        bits = jax.random.bits(kc, (2, chains), jnp.uint32)
-        temp = t0 * (1.0 - it.astype(jnp.float32) / iterations.astype(jnp.float32))
-        return _step(tab, st, p, bits, temp, num_warps)
-
-    return lax.fori_loop(start, start + steps, body, state)
-
-
-_anneal_jit = jax.jit(anneal_steps, static_argnames="num_warps", donate_argnames="state")
-
-
-@functools.partial(jax.jit, static_argnames="num_warps")
-def _init_jit(tab: Tables, strings: jax.Array, num_warps: int) -> ChainState:
-    """Chains starting from ``strings`` int32[n, B]."""
-    cur = decode_batch(tab, strings, num_warps)
-    return ChainState(cur, strings, cur.makespan)
+    cur = state.current
+    kp, kc = jax.random.split(key)
+    p = _shared_p(kp, n)
+    bits = jax.random.bits(kc, (2, chains), jnp.uint32)
+    q, move, u_acc = _draw(bits, p, n, params.moves)
+    cand = redecode(tab, cur, _propose(cur.string, p, q, move), p, warps_of(tab, cur.string))
+    worse = cur.makespan - cand.makespan
+    temp = temperature(params, state.iteration)
+    accept = (worse <= 0) | (u_acc * worse.astype(jnp.float32) < temp)
+    new = jax.tree.map(lambda a, b: jnp.where(accept, a, b), cand, cur)
+    better = new.makespan > state.best_makespan
+    return ChainState(
+        new,
+        jnp.where(better[None], new.string, state.best_string),
+        jnp.where(better, new.makespan, state.best_makespan),
+        state.iteration + 1,
+    )
 
 
-@functools.partial(jax.jit, static_argnames=("num_warps", "instructions", "chains"))
-def _random_strings(key: jax.Array, num_warps: int, instructions: int, chains: int) -> jax.Array:
-    base = jnp.tile(jnp.arange(num_warps, dtype=jnp.int32), instructions)
+def run(
+    key: jax.Array, state: ChainState, tab: Tables, params: AnnealParams, steps: int | jax.Array
+) -> ChainState:
+    """``steps`` annealing steps; step ``it`` (= ``state.iteration`` before it) uses
+    ``fold_in(key, it)``, so ``run(k, run(k, s, t, p, a), t, p, b) == run(k, s, t, p, a + b)``.
+
+    ``steps`` may be traced (no recompilation for a new count). Pure and jit-able.
+    """
+
+    def body(_, st: ChainState) -> ChainState:
+        return step(jax.random.fold_in(key, st.iteration), st, tab, params)
+
+    return lax.fori_loop(0, steps, body, state)
+
+
+def random_strings(key: jax.Array, warps: int, instructions: int, chains: int) -> jax.Array:
+    """Uniformly shuffled warp strings int32[W*I, chains] (chain axis last); sizes static."""
+    base = jnp.tile(jnp.arange(warps, dtype=jnp.int32), instructions)
     keys = jax.random.split(key, chains)
     return jax.vmap(lambda k: jax.random.permutation(k, base), out_axes=1)(keys)
-
-
-def start_strings(
-    norm: Normalized, warps: int, chains: int, starts: Sequence[str], key: jax.Array
-) -> tuple[np.ndarray, tuple[str, ...]]:
-    """Start strings int32[chains, W*I] (templates mixed cyclically) and their names."""
-    n_instr = len(norm.kernel)
-    names = tuple(starts[c % len(starts)] for c in range(chains))
-    rand = np.asarray(_random_strings(key, warps, n_instr, chains)).T
-    fixed = {
-        "round_robin": lambda: round_robin(warps, n_instr),
-        "priority": lambda: fixed_priority(warps, n_instr),
-        "most_pending": lambda: most_pending(norm, warps),
-    }
-    made = {name: fixed[name]() for name in set(names) if name in fixed}
-    out = np.stack([made[s] if s in made else rand[c] for c, s in enumerate(names)])
-    return out.astype(np.int32), names
-
-
-def _check_positive_int(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise MakespanError(f"{name} must be an int >= 1, got {value!r}")
-    return int(value)
-
-
-def estimate(
-    kernel: str | Normalized,
-    warps: int,
-    sm: SM | None = None,
-    *,
-    seed: int = 0,
-    chains: int = 1024,
-    iterations: int = 2000,
-    t0: float = 0.3,
-    starts: Sequence[str] = STARTS,
-    chunk: int | None = None,
-    progress: Callable[[int], None] | None = None,
-) -> MakespanResult:
-    """Estimate the worst-case makespan of ``warps`` warps running ``kernel`` on ``sm``.
-
-    Args:
-      kernel: kernel string (``L``/``C``/``S``/``D``; normalised with ``sm``) or `Normalized`.
-      warps: ``W >= 1``.
-      sm: the SM (needed when ``kernel`` is a string).
-      seed: random seed; the same seed and sizes give the same result.
-      chains: annealing chains run at once (vmap batch).
-      iterations: annealing steps per chain (the paper used 2 million with ``t0 = 0.3``).
-      t0: initial temperature (traced: no recompilation).
-      starts: start templates from `STARTS`, mixed across chains.
-      chunk: steps per device call (default: ``iterations / 50``); the history gets one record
-        per chunk.
-      progress: called with the number of steps finished after every chunk.
-    Returns:
-      a `MakespanResult`; its makespan is a reachable schedule's, so never above the worst case.
-    """
-    if not isinstance(kernel, Normalized):
-        if sm is None:
-            raise MakespanError("estimate: an SM is needed to normalise a kernel string")
-        kernel = normalize(kernel, sm)
-    norm = kernel
-    warps = check_warps(warps)
-    chains = _check_positive_int("chains", chains)
-    iterations = _check_positive_int("iterations", iterations)
-    if not np.isfinite(t0) or t0 < 0:
-        raise MakespanError(f"t0 must be a finite number >= 0, got {t0!r}")
-    starts = tuple(starts)
-    unknown = [s for s in starts if s not in STARTS]
-    if not starts or unknown:
-        raise MakespanError(f"starts: unknown template(s) {unknown} (choose from {STARTS})")
-    chunk = _check_positive_int("chunk", chunk or max(1, -(-iterations // 50)))
-
-    key = jax.random.key(seed)
-    k_start, k_run = jax.random.split(key)
-    strings, names = start_strings(norm, warps, chains, starts, k_start)
-    tab = tables(norm, warps)
-    n = strings.shape[1]
-    strings = jnp.asarray(strings.T)
-
-    compile_s = 0.0
-    init, dt = COMPILED.compiled(_init_jit, {"num_warps": warps}, tab, strings)
-    compile_s += dt
-    t = time.perf_counter()
-    state = init(tab, strings)
-    records = [np.asarray(state.best_makespan)]
-    run_s = time.perf_counter() - t
-    rec_it = [0]
-    done = 0
-    if n >= 2 and warps >= 2:
-        args = (k_run, jnp.int32(0), jnp.int32(1), jnp.int32(iterations), jnp.float32(t0))
-        step_fn, dt = COMPILED.compiled(_anneal_jit, {"num_warps": warps}, tab, state, *args)
-        compile_s += dt
-        while done < iterations:
-            steps = min(chunk, iterations - done)
-            t = time.perf_counter()
-            state = step_fn(tab, state, k_run, jnp.int32(done), jnp.int32(steps), *args[3:])
-            best = np.asarray(state.best_makespan)
-            run_s += time.perf_counter() - t
-            done += steps
-            records.append(best)
-            rec_it.append(done)
-            if progress is not None:
-                progress(steps)
-    elif progress is not None:
-        progress(iterations)
-
-    best_m = np.asarray(state.best_makespan)
-    c = int(np.argmax(best_m))
-    best_string = np.asarray(state.best_string[:, c])
-    final, _ = COMPILED.compiled(
-        _init_jit, {"num_warps": warps}, tab, jnp.asarray(best_string[:, None])
-    )
-    cycles = warp_cycles(
-        best_string, np.asarray(final(tab, best_string[:, None]).current.cycle[:, 0]), warps
-    )
-    return MakespanResult(
-        makespan=int(best_m[c]),
-        warp_string=best_string.astype(np.int32),
-        cycles=cycles,
-        lower_bound=lower_bound(norm, warps),
-        history=np.stack(records).astype(np.int32),
-        history_iterations=np.asarray(rec_it, np.int64),
-        chain_best=best_m.astype(np.int32),
-        chain_start=names,
-        kernel=norm.kernel,
-        warps=warps,
-        chains=chains,
-        iterations=iterations,
-        compile_seconds=compile_s,
-        run_seconds=run_s,
-    )

@@ -30,13 +30,15 @@ import numpy as np
 from jax import lax
 
 from jaxsched.makespan.model import (
+    MAX_ISSUE,
     SM,
     UNITS,
     MakespanError,
     Normalized,
+    as_normalized,
+    check_memory,
+    check_problem,
     check_warp_string,
-    check_warps,
-    normalize,
 )
 
 NUM_UNITS = len(UNITS)
@@ -76,19 +78,18 @@ class Decoded(NamedTuple):
     makespan: jax.Array  # int32[B]
 
 
-#: Width of the per-unit counter fields packed in one uint32 per cycle (field 0: schedulers).
-FIELD = 6
+#: Width of the per-unit counter fields packed in one uint32 per cycle (field 0: schedulers);
+#: a field holds up to ``MAX_ISSUE`` (``check_problem`` enforces ``min(schedulers, W)`` below it).
+FIELD = MAX_ISSUE.bit_length()
 MAX_FIELD = (1 << FIELD) - 1
+assert MAX_FIELD == MAX_ISSUE and FIELD * (NUM_UNITS + 1) <= 32
 
 
 def tables(norm: Normalized, warps: int) -> Tables:
-    """Device `Tables` of a normalised kernel run by ``warps`` warps."""
+    """Device `Tables` of a normalised kernel run by ``warps`` warps (validated by
+    `check_problem`; raises `MakespanError` outside the limits)."""
+    warps = check_problem(norm, warps)
     sigma = min(norm.schedulers, warps)
-    if sigma > MAX_FIELD:
-        raise MakespanError(
-            f"{warps} warps on {norm.schedulers} schedulers: the decoder supports at most "
-            f"{MAX_FIELD} warps issuing per cycle"
-        )
     return Tables(
         jnp.asarray(norm.types, jnp.int32),
         jnp.asarray(np.minimum(norm.capacity, sigma), jnp.int32),
@@ -99,6 +100,17 @@ def tables(norm: Normalized, warps: int) -> Tables:
 def num_words(n: int) -> int:
     """Words of the free-cycle bit sets for ``n`` positions (horizon ``32 * num_words``)."""
     return max(1, -(-n // 32))
+
+
+def decode_bytes(n: int, warps: int, batch: int) -> int:
+    """Estimated device bytes of decoding ``batch`` strings of ``n`` positions (measured with
+    XLA's memory analysis on CPU, with margin; see tests)."""
+    return 4 * batch * (PER_POSITION_WORDS * n + 2 * warps + 16) + (1 << 20)
+
+
+#: int32 words per position and chain kept live by a decode or an annealing step, with margin
+#: (XLA:CPU memory analysis: ~6 for a decode, ~14 for a step).
+PER_POSITION_WORDS = 16
 
 
 def _increment(unit: jax.Array) -> jax.Array:
@@ -143,6 +155,19 @@ def _prefix_state(tab: Tables, string, cycle, unit, p, num_warps: int):
     return packed, _free_words(tab, packed), count, last
 
 
+#: Kernels up to this length look up instruction units by a one-hot sum (vectorises over the
+#: chains; faster on CPU for short kernels), longer ones by a gather (O(1) per chain).
+ONE_HOT_TYPES = 64
+
+
+def _instruction_unit(types: jax.Array, k: jax.Array) -> jax.Array:
+    """Unit id int32[B] of instruction ``k`` (int32[B]) of every chain; ``types`` int32[I]."""
+    if types.shape[0] > ONE_HOT_TYPES:
+        return jnp.take(types, k, mode="clip")
+    ids = jnp.arange(types.shape[0], dtype=jnp.int32)[:, None]
+    return jnp.sum(jnp.where(ids == k[None], types[:, None], 0), axis=0)
+
+
 def redecode(tab: Tables, old: Decoded, string: jax.Array, p: jax.Array, num_warps: int) -> Decoded:
     """Decode ``string`` reusing ``old`` for positions ``< p`` (equal in both for every chain).
 
@@ -162,15 +187,13 @@ def redecode(tab: Tables, old: Decoded, string: jax.Array, p: jax.Array, num_war
     warp_ids = jnp.arange(num_warps, dtype=jnp.int32)[:, None]
     unit_ids = jnp.arange(NUM_UNITS, dtype=jnp.int32)[:, None]
     word_ids = jnp.arange(free.shape[1], dtype=jnp.int32)[:, None]
-    n_instr = tab.types.shape[0]
-    instr_ids = jnp.arange(n_instr, dtype=jnp.int32)[:, None]
 
     def place(i, carry):
         packed, free, count, last, cycle, unit = carry
         is_w = warp_ids == string[i][None]  # [W, B]
         k = jnp.sum(jnp.where(is_w, count, 0), axis=0)
         prev = jnp.sum(jnp.where(is_w, last, 0), axis=0)
-        u = jnp.sum(jnp.where(instr_ids == k[None], tab.types[:, None], 0), axis=0)
+        u = _instruction_unit(tab.types, k)
         is_u = unit_ids == u[None]  # [4, B]
         words = jnp.sum(jnp.where(is_u[:, None], free, jnp.uint32(0)), axis=0, dtype=jnp.uint32)
         c = _first_free(words, prev + 1)
@@ -246,7 +269,14 @@ def warp_cycles(string: np.ndarray, cycle: np.ndarray, num_warps: int) -> np.nda
     return out.reshape(*string.shape[:-1], num_warps, instr).astype(np.int32)
 
 
-def decode(kernel: str | Normalized, warp_string, sm: SM | None = None, *, warps=None) -> Schedule:
+def decode(
+    kernel: str | Normalized,
+    warp_string,
+    sm: SM | None = None,
+    *,
+    warps: int | None = None,
+    memory_budget: int | None = None,
+) -> Schedule:
     """Decode one warp string (int[n]) or a batch (int[B, n]) into a `Schedule`.
 
     Args:
@@ -254,15 +284,20 @@ def decode(kernel: str | Normalized, warp_string, sm: SM | None = None, *, warps
       warp_string: warp ids ``0..W-1``, each occurring ``I`` times (``I`` = normalised length).
       sm: the SM (needed when ``kernel`` is a string).
       warps: ``W``; inferred as ``n / I`` when omitted.
+      memory_budget: device bytes the decode may use (estimated from shapes; default
+        `DEFAULT_MEMORY_BUDGET`); raises `MakespanError` above it.
     """
-    if not isinstance(kernel, Normalized):
-        if sm is None:
-            raise MakespanError("decode: an SM is needed to normalise a kernel string")
-        kernel = normalize(kernel, sm)
-    norm = kernel
-    arr = np.asarray(warp_string)
+    norm = as_normalized(kernel, sm, "decode")
+    try:
+        arr = np.asarray(warp_string)
+    except (TypeError, ValueError):
+        raise MakespanError("warp string must be an int array, int[n] or int[B, n]") from None
     batched = arr.ndim == 2
     rows = arr if batched else arr[None]
+    if rows.ndim != 2 or rows.shape[0] == 0:
+        raise MakespanError(
+            f"warp string must be int[n] or a non-empty batch int[B, n], got shape {arr.shape}"
+        )
     n_instr = len(norm.kernel)
     if warps is None:
         if rows.shape[-1] % n_instr:
@@ -271,7 +306,11 @@ def decode(kernel: str | Normalized, warp_string, sm: SM | None = None, *, warps
                 f"{n_instr}"
             )
         warps = rows.shape[-1] // n_instr
-    warps = check_warps(warps)
+    warps = check_problem(norm, warps)
+    n = warps * n_instr
+    check_memory(
+        lambda b: decode_bytes(n, warps, b), rows.shape[0], memory_budget, "decode", "strings"
+    )
     rows = np.stack([check_warp_string(r, warps, n_instr) for r in rows])
     out = _decode_batch_jit(tables(norm, warps), jnp.asarray(rows.T), warps)
     cycles = warp_cycles(rows, np.asarray(out.cycle).T, warps)

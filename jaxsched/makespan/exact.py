@@ -23,9 +23,9 @@ from jaxsched.makespan.model import (
     UNITS,
     MakespanError,
     Normalized,
-    check_warps,
+    as_normalized,
+    check_problem,
     lower_bound,
-    normalize,
 )
 
 #: Largest ``W * I`` the exact search accepts (recursion depth).
@@ -175,12 +175,8 @@ def exact_worst_case(
     Practical for ``W * I`` up to a few dozen positions; raises `ExactBudgetExceeded` when more
     than ``node_budget`` distinct states are needed.
     """
-    if not isinstance(kernel, Normalized):
-        if sm is None:
-            raise MakespanError("exact_worst_case: an SM is needed to normalise a kernel string")
-        kernel = normalize(kernel, sm)
-    norm = kernel
-    warps = check_warps(warps)
+    norm = as_normalized(kernel, sm, "exact_worst_case")
+    warps = check_problem(norm, warps)
     if isinstance(node_budget, bool) or not isinstance(node_budget, int) or node_budget < 1:
         raise MakespanError(f"node_budget must be an int >= 1, got {node_budget!r}")
     n = warps * len(norm.kernel)

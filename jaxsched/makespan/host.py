@@ -1,0 +1,325 @@
+"""Host driver of the annealer: validated options, start strings, chunked runs with progress.
+
+`estimate` is a thin shell over the pure functions of `jaxsched.makespan.anneal` (`init`,
+`run`): it checks every option against the documented limits (`plan_estimate`, before anything
+is allocated), builds the start strings, and runs the steps in device calls small enough to
+report progress, recording the best-so-far history once per ``chunk`` of steps.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxsched.compilation import COMPILED
+from jaxsched.makespan.anneal import (
+    DEFAULT_MOVES,
+    DEFAULT_T0,
+    MAX_ITERATIONS,
+    AnnealParams,
+    init,
+    make_params,
+    random_strings,
+    run,
+)
+from jaxsched.makespan.decoder import PER_POSITION_WORDS, Tables, tables
+from jaxsched.makespan.model import (
+    SM,
+    MakespanError,
+    Normalized,
+    as_normalized,
+    check_memory,
+    check_problem,
+    decode_host,
+    fixed_priority,
+    lower_bound,
+    most_pending,
+    round_robin,
+)
+
+#: Start templates, mixed across chains in this order (chain c gets ``starts[c % len(starts)]``).
+STARTS = ("round_robin", "priority", "most_pending", "random")
+#: Most chains (the memory budget usually binds first).
+MAX_CHAINS = 1 << 24
+#: Work units (position updates x per-position cost, see `step_work`) of one device call: about
+#: a second on one CPU core, so progress is reported at least that often on moderate sizes.
+CALL_WORK = 1 << 28
+
+
+class MakespanResult(NamedTuple):
+    """Result of `estimate`.
+
+    Attributes:
+      makespan: best makespan over all chains (a schedule that can happen: a lower bound on the
+        worst case).
+      warp_string: int32[W*I], a warp string reaching it.
+      cycles: int32[W, I], 1-based cycle of instruction k of warp w in that schedule.
+      lower_bound: the trivial lower bound on any schedule's makespan (spec).
+      history: int32[R, chains], best-so-far makespan per chain after each recorded chunk.
+      history_iterations: int64[R], iterations done at each record (0 = the start strings).
+      chain_best: int32[chains], final best per chain.
+      chain_start: tuple of start-template names per chain.
+      kernel: the normalised kernel string.
+      warps, chains, iterations: the run's sizes.
+      compile_seconds: time of the first (compiling) calls; 0 when already compiled.
+      run_seconds: annealing wall time without compilation.
+    """
+
+    makespan: int
+    warp_string: np.ndarray  # int32[W*I]
+    cycles: np.ndarray  # int32[W, I]
+    lower_bound: int
+    history: np.ndarray  # int32[R, chains]
+    history_iterations: np.ndarray  # int64[R]
+    chain_best: np.ndarray  # int32[chains]
+    chain_start: tuple[str, ...]
+    kernel: str
+    warps: int
+    chains: int
+    iterations: int
+    compile_seconds: float
+    run_seconds: float
+
+
+class EstimatePlan(NamedTuple):
+    """Validated options of one `estimate` run (from `plan_estimate`; nothing allocated yet).
+
+    Attributes:
+      norm: the normalised kernel.
+      warps, chains, iterations, seed: validated sizes and seed.
+      starts: start templates.
+      params: the `AnnealParams` (``cooling_steps = iterations``).
+      chunk: steps per history record.
+      call_steps: steps per device call (``<= chunk``; progress is reported after each).
+      memory_bytes: estimated peak memory (device state and temporaries, host history).
+      memory_budget: the budget it was checked against.
+    """
+
+    norm: Normalized
+    warps: int
+    chains: int
+    iterations: int
+    seed: int
+    starts: tuple[str, ...]
+    params: AnnealParams
+    chunk: int
+    call_steps: int
+    memory_bytes: int
+    memory_budget: int
+
+    @property
+    def positions(self) -> int:
+        """``n = W * I``, the warp-string length."""
+        return self.warps * len(self.norm.kernel)
+
+
+def _check_int(name: str, value: object, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise MakespanError(f"{name} must be an int, got {value!r}")
+    if not low <= value <= high:
+        raise MakespanError(f"{name} must be in {low}..{high}, got {value}")
+    return int(value)
+
+
+def _check_starts(starts: object) -> tuple[str, ...]:
+    """Validated start templates: a non-empty sequence of names from `STARTS`."""
+    if isinstance(starts, str):
+        starts = (starts,)
+    try:
+        names = tuple(starts)  # type: ignore[arg-type]
+    except TypeError:
+        names = ()
+    unknown = [s for s in names if not isinstance(s, str) or s not in STARTS]
+    if not names or unknown:
+        raise MakespanError(f"starts: {starts!r} is not a list of names from {STARTS}")
+    return names
+
+
+def step_work(n: int, warps: int) -> int:
+    """Work units of one chain-step: ``n / 2`` re-decoded positions on average, each scanning
+    ``W`` warps and ``4 * n / 32`` bit-set words, plus the ``O(n)`` prefix rebuild."""
+    return (n // 2 + 1) * (4 * warps + n // 8 + 16) + 8 * n
+
+
+def anneal_bytes(n: int, warps: int, chains: int, records: int) -> int:
+    """Estimated peak bytes of annealing ``chains`` chains of ``n`` positions: the device state
+    and step temporaries (measured with XLA's memory analysis, with margin; see tests), the host
+    start strings and ``records`` history rows."""
+    device = 4 * chains * (PER_POSITION_WORDS * n + 2 * warps + 16) + (1 << 20)
+    host = 4 * chains * (2 * n + records)
+    return device + host
+
+
+def plan_estimate(
+    kernel: str | Normalized,
+    warps: int,
+    sm: SM | None = None,
+    *,
+    seed: int = 0,
+    chains: int = 1024,
+    iterations: int = 2000,
+    t0: float = DEFAULT_T0,
+    starts: Sequence[str] = STARTS,
+    chunk: int | None = None,
+    moves: Sequence[float] = DEFAULT_MOVES,
+    memory_budget: int | None = None,
+) -> EstimatePlan:
+    """Check every option of `estimate` against the documented limits, on the host.
+
+    Raises `MakespanError` naming the first bad option; nothing is allocated on the device.
+    """
+    norm = as_normalized(kernel, sm, "estimate")
+    warps = check_problem(norm, warps)
+    chains = _check_int("chains", chains, 1, MAX_CHAINS)
+    iterations = _check_int("iterations", iterations, 1, MAX_ITERATIONS)
+    seed = _check_int("seed", seed, 0, 2**32 - 1)
+    starts = _check_starts(starts)
+    params = make_params(iterations, t0=t0, moves=moves)
+    chunk = _check_int("chunk", chunk or -(-iterations // 50), 1, MAX_ITERATIONS)
+    n = warps * len(norm.kernel)
+    call_steps = max(1, min(chunk, CALL_WORK // max(1, chains * step_work(n, warps))))
+    records = -(-iterations // chunk) + 1
+    need = anneal_bytes(n, warps, chains, records)
+    budget = check_memory(
+        lambda b: anneal_bytes(n, warps, b, records), chains, memory_budget, "estimate", "chains"
+    )
+    return EstimatePlan(
+        norm, warps, chains, iterations, seed, starts, params, chunk, call_steps, need, budget
+    )
+
+
+def start_strings(
+    norm: Normalized, warps: int, chains: int, starts: Sequence[str], key: jax.Array
+) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Start strings int32[W*I, chains] (chain axis last; templates mixed cyclically) and the
+    template name of each chain."""
+    n_instr = len(norm.kernel)
+    names = tuple(starts[c % len(starts)] for c in range(chains))
+    fixed = {
+        "round_robin": lambda: round_robin(warps, n_instr),
+        "priority": lambda: fixed_priority(warps, n_instr),
+        "most_pending": lambda: most_pending(norm, warps),
+    }
+    made = {name: fixed[name]() for name in set(names) if name in fixed}
+    out = np.array(_random_jit(key, warps, n_instr, chains))
+    for c, s in enumerate(names):
+        if s in made:
+            out[:, c] = made[s]
+    return out.astype(np.int32), names
+
+
+_random_jit = jax.jit(random_strings, static_argnames=("warps", "instructions", "chains"))
+_init_jit = jax.jit(init)
+_run_jit = jax.jit(run, donate_argnames="state")
+
+
+def estimate(
+    kernel: str | Normalized,
+    warps: int,
+    sm: SM | None = None,
+    *,
+    seed: int = 0,
+    chains: int = 1024,
+    iterations: int = 2000,
+    t0: float = DEFAULT_T0,
+    starts: Sequence[str] = STARTS,
+    chunk: int | None = None,
+    progress: Callable[[int], None] | None = None,
+    moves: Sequence[float] = DEFAULT_MOVES,
+    memory_budget: int | None = None,
+) -> MakespanResult:
+    """Estimate the worst-case makespan of ``warps`` warps running ``kernel`` on ``sm``.
+
+    Args:
+      kernel: kernel string (``L``/``C``/``S``/``D``; normalised with ``sm``) or `Normalized`.
+      warps: ``W`` in ``1 .. MAX_WARPS`` (and ``W * I <= MAX_POSITIONS``).
+      sm: the SM (needed when ``kernel`` is a string).
+      seed: random seed in ``0 .. 2**32 - 1``; the same seed and sizes give the same result.
+      chains: annealing chains run at once (vmap batch).
+      iterations: annealing steps per chain (the paper used 2 million with ``t0 = 0.3``).
+      t0: initial temperature (traced: no recompilation).
+      starts: start templates from `STARTS`, mixed across chains.
+      chunk: steps per history record (default: ``iterations / 50``).
+      progress: called with the number of steps just finished after every device call (calls
+        are cut so that each takes about a second on moderate sizes, see `CALL_WORK`).
+      moves: weights of the neighbourhood moves `MOVES` (traced: no recompilation).
+      memory_budget: bytes the run may use (estimated from the sizes before anything is
+        allocated; default `DEFAULT_MEMORY_BUDGET`).
+    Returns:
+      a `MakespanResult`; its makespan is a reachable schedule's, so never above the worst case.
+    Raises:
+      MakespanError: an option outside its documented limits (docs/limits-makespan.md).
+    """
+    plan = plan_estimate(
+        kernel, warps, sm, seed=seed, chains=chains, iterations=iterations, t0=t0,
+        starts=starts, chunk=chunk, moves=moves, memory_budget=memory_budget,
+    )  # fmt: skip
+    norm, warps = plan.norm, plan.warps
+    k_start, k_run = jax.random.split(jax.random.key(plan.seed))
+    strings, names = start_strings(norm, warps, plan.chains, plan.starts, k_start)
+    tab = tables(norm, warps)
+    strings = jnp.asarray(strings)
+    init_fn, compile_s = COMPILED.compiled(_init_jit, {}, tab, strings)
+    t = time.perf_counter()
+    state = init_fn(tab, strings)
+    del strings  # the state holds its own copies
+    records = [np.asarray(state.best_makespan)]
+    run_s = time.perf_counter() - t
+    rec_it = [0]
+    if plan.positions >= 2 and warps >= 2:
+        state, secs, dt = _anneal(plan, tab, state, k_run, records, rec_it, progress)
+        run_s += secs
+        compile_s += dt
+    elif progress is not None:
+        progress(plan.iterations)
+    best_m = np.asarray(state.best_makespan)
+    c = int(np.argmax(best_m))
+    best_string = np.asarray(state.best_string[:, c])
+    cycles = decode_host(norm, warps, best_string)
+    if int(cycles.max()) != int(best_m[c]):  # pragma: no cover - the decoders agree by tests
+        raise AssertionError("internal error: host and device decoders disagree")
+    return MakespanResult(
+        makespan=int(best_m[c]),
+        warp_string=best_string.astype(np.int32),
+        cycles=cycles,
+        lower_bound=lower_bound(norm, warps),
+        history=np.stack(records).astype(np.int32),
+        history_iterations=np.asarray(rec_it, np.int64),
+        chain_best=best_m.astype(np.int32),
+        chain_start=names,
+        kernel=norm.kernel,
+        warps=warps,
+        chains=plan.chains,
+        iterations=plan.iterations,
+        compile_seconds=compile_s,
+        run_seconds=run_s,
+    )
+
+
+def _anneal(plan: EstimatePlan, tab: Tables, state, key, records, rec_it, progress):
+    """Run all steps in device calls of ``plan.call_steps``, appending a history record at every
+    multiple of ``plan.chunk`` and at the end; (final state, run seconds, compile seconds)."""
+    run_fn, compile_s = COMPILED.compiled(_run_jit, {}, key, state, tab, plan.params, jnp.int32(1))
+    run_s = 0.0
+    done = 0
+    while done < plan.iterations:
+        to_record = plan.chunk - done % plan.chunk
+        steps = min(plan.call_steps, to_record, plan.iterations - done)
+        t = time.perf_counter()
+        state = run_fn(key, state, tab, plan.params, jnp.int32(steps))
+        state.best_makespan.block_until_ready()
+        run_s += time.perf_counter() - t
+        done += steps
+        if done % plan.chunk == 0 or done == plan.iterations:
+            t = time.perf_counter()
+            records.append(np.asarray(state.best_makespan))
+            run_s += time.perf_counter() - t
+            rec_it.append(done)
+        if progress is not None:
+            progress(steps)
+    return state, run_s, compile_s
