@@ -25,29 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("files", nargs="+", metavar="FILE", help="region files (.json or .jsonl)")
     p.add_argument("--machine", default="gfx906", help="machine preset (gfx906, generic)")
     p.add_argument("--seed", type=seed_type, default=0, help="random seed (default 0)")
-    p.add_argument(
-        "--ants",
-        type=int,
-        default=None,
-        help="ants per iteration (whole wavefronts; default 256 on CPU, 4096 on GPU)",
-    )
-    p.add_argument("--wavefront", type=int, default=None, help="ants per wavefront (default 64)")
-    p.add_argument("--iterations", type=int, default=None, help="iteration cap per pass")
-    p.add_argument(
-        "--effort",
-        type=int_in(0, 3),
-        default=None,
-        help="0 (default) .. 3: each level runs 4x the ants, twice the patience and twice the "
-        "iteration cap (better schedules where the bounds are not met, at that cost)",
-    )
-    p.add_argument(
-        "--memory-budget",
-        type=int_in(16, 1 << 22),
-        default=None,
-        metavar="MIB",
-        help="device memory one colony call may use, in MiB (default 2048); larger regions "
-        "run with fewer ants and a float16 pheromone table",
-    )
+    add_colony_options(p)
     p.add_argument(
         "--no-filters", action="store_true", help="turn off the cycle-threshold and revert filters"
     )
@@ -96,6 +74,56 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def add_colony_options(p: argparse.ArgumentParser) -> None:
+    """The options that choose the colony's executables (shared with ``jaxsched warmup``)."""
+    from jaxsched.colony.params import CONSTRUCTIONS
+
+    p.add_argument(
+        "--ants",
+        type=int,
+        default=None,
+        help="ants per iteration (whole wavefronts; default 256 on CPU, 4096 on GPU)",
+    )
+    p.add_argument("--wavefront", type=int, default=None, help="ants per wavefront (default 64)")
+    p.add_argument("--iterations", type=int, default=None, help="iteration cap per pass")
+    p.add_argument(
+        "--effort",
+        type=int_in(0, 3),
+        default=None,
+        help="0 (default) .. 3: each level runs 4x the ants, twice the patience and twice the "
+        "iteration cap (better schedules where the bounds are not met, at that cost)",
+    )
+    p.add_argument(
+        "--memory-budget",
+        type=int_in(16, 1 << 22),
+        default=None,
+        metavar="MIB",
+        help="device memory one colony call may use, in MiB (default 2048); larger regions "
+        "run with fewer ants and a float16 pheromone table",
+    )
+    p.add_argument(
+        "--construction",
+        choices=CONSTRUCTIONS,
+        default=None,
+        help="how ants construct: auto (default: the fused kernel on a CUDA GPU, else lax), "
+        "lax, pallas (fused Triton kernel, GPU), interpret (the kernel interpreted: slow); "
+        "results are identical (not part of the settings recorded with --out)",
+    )
+
+
+def colony_overrides(args: argparse.Namespace) -> dict:
+    """`jaxsched.schedule` keyword overrides of the `add_colony_options` options."""
+    pairs = {
+        "ants": args.ants,
+        "effort": args.effort,
+        "wavefront_size": args.wavefront,
+        "max_iterations": args.iterations,
+        "memory_budget": None if args.memory_budget is None else args.memory_budget << 20,
+        "construction": args.construction,
+    }
+    return {k: v for k, v in pairs.items() if v is not None}
+
+
 def _load(files: list[str], machine):
     """Regions of all files, each checked against the machine (errors name the file)."""
     from jaxsched.problem.format import iter_regions
@@ -115,19 +143,15 @@ def _load(files: list[str], machine):
 def _overrides(args: argparse.Namespace) -> dict:
     """`jaxsched.schedule` keyword overrides from the options."""
     pairs = {
-        "ants": args.ants,
-        "effort": args.effort,
-        "wavefront_size": args.wavefront,
-        "max_iterations": args.iterations,
         "filters": False if args.no_filters else None,
         "exact_budget": args.budget if args.exact else None,
-        "memory_budget": None if args.memory_budget is None else args.memory_budget << 20,
     }
-    return {k: v for k, v in pairs.items() if v is not None}
+    return {**colony_overrides(args), **{k: v for k, v in pairs.items() if v is not None}}
 
 
 def _settings(machine, seed: int, overrides: dict) -> dict:
-    """Everything a region's result depends on (recorded in the results file)."""
+    """Everything a region's result depends on (recorded in the results file; not the
+    construction, whose modes give identical results)."""
     import dataclasses
 
     from jaxsched import __version__
@@ -138,7 +162,7 @@ def _settings(machine, seed: int, overrides: dict) -> dict:
         "version": __version__,
         "machine": machine.name,
         "seed": seed,
-        "config": dataclasses.asdict(config),
+        "config": {k: v for k, v in dataclasses.asdict(config).items() if k != "construction"},
         "params": {k: float(v) for k, v in params._asdict().items()},
         "options": {k: v for k, v in dataclasses.asdict(options).items() if k != "max_batch"},
     }
