@@ -175,10 +175,10 @@ def _decide_at(w: int, t, L: _Lanes, S: C.AntsState, T: _Tables, inp, params, se
 
 
 def _step(t, L: _Lanes, S: C.AntsState, T: _Tables, inp, params, seeds, barrier) -> _Lanes:
-    """One step of the block's ants (the kernel's `construct.ants_step`)."""
+    """One step of the block's ants (the kernel's `construct.ants_step`): decide, read the old
+    values, remove the pick from the ready list, release its successors, update registers."""
     B = L.count.shape[0]
     N, D = T.succ.shape[0] - 1, T.succ.shape[1]
-    R, F = T.reg_wf.shape[0] - 1, T.reg_wf.shape[1]
     K = S.ready.ids.shape[0] - 1
     lane = lax.broadcasted_iota(jnp.int32, (B,), 0)
     widths = kernel_widths(K)
@@ -194,6 +194,27 @@ def _step(t, L: _Lanes, S: C.AntsState, T: _Tables, inp, params, seeds, barrier)
     last_slot = jnp.where(active, L.count - 1, K)
     s = _row(T.succ, j, D)
     u, d = _row(T.uses, j, T.uses.shape[1]), _row(T.defs, j, T.defs.shape[1])
+    moved, old = _read_old(S, lane, last_slot, s, u, d)
+    barrier()
+    _remove(S, lane, t, j, pick, last_slot, moved, old, N)
+    barrier()
+    rel = _release(S, T, inp, lane, j, s, old, timing, L.count - active.astype(jnp.int32))
+    up = _registers(S, T, L, lane, j, u, d, old, barrier)
+    return _Lanes(
+        count=rel.count,
+        last=jnp.where(active, j, L.last),
+        cycle=timing.cycle,
+        issued=timing.issued,
+        stalls=timing.stalls,
+        dead=C.now_dead(L.dead, up.peak, T.rp_limit),
+        live_w=up.live_w,
+        peak=up.peak,
+    )
+
+
+def _read_old(S: C.AntsState, lane, last_slot, s, u, d) -> tuple[dict, C.OldValues]:
+    """The values the step overwrites, read before any write: the last ready slot's fields
+    (it moves into the pick's slot) and the state of the pick's successors and registers."""
     moved = {f: _load(getattr(S.ready, f), last_slot, lane) for f in C.SLOT_FIELDS}
     old = C.OldValues(
         moved=moved["ids"],
@@ -211,8 +232,13 @@ def _step(t, L: _Lanes, S: C.AntsState, T: _Tables, inp, params, seeds, barrier)
         live_u=_load(S.live, u, lane),
         live_d=_load(S.live, d, lane),
     )
-    barrier()
-    # Remove j: the last candidate moves into its slot (nothing moves when j is the last).
+    return moved, old
+
+
+def _remove(S: C.AntsState, lane, t, j, pick, last_slot, moved: dict, old, N: int) -> None:
+    """Remove j from the ready list (the last candidate moves into its slot; nothing moves
+    when j is the last) and write it at position ``t`` of the order."""
+    K = S.ready.ids.shape[0] - 1
     moves = pick != last_slot
     for f in C.SLOT_FIELDS:
         ref = getattr(S.ready, f)
@@ -221,10 +247,15 @@ def _step(t, L: _Lanes, S: C.AntsState, T: _Tables, inp, params, seeds, barrier)
     _store(S.ready.slot_of, old.moved, lane, pick, mask=moves)
     _store(S.ready.slot_of, j, lane, K)
     _store(S.order, t, lane, j)
-    barrier()
-    # Release j's successors; the new candidates enter the ready list.
+
+
+def _release(S: C.AntsState, T: _Tables, inp, lane, j, s, old, timing, count):
+    """Release j's successors ``s``; the new candidates enter the ready list. Returns
+    `construct.released`'s result (the new candidate count among it)."""
+    N, D = T.succ.shape[0] - 1, T.succ.shape[1]
+    K = S.ready.ids.shape[0] - 1
+    F = T.reg_wf.shape[1]
     lat = jnp.where(inp.timed, _row(T.succ_lat, j, D), 0)
-    count = L.count - active.astype(jnp.int32)
     rel = C.released(
         s, old.preds_s, old.earliest_s, lat, timing.c_j, count, sentinel=N, dummy_slot=K
     )
@@ -242,7 +273,15 @@ def _step(t, L: _Lanes, S: C.AntsState, T: _Tables, inp, params, seeds, barrier)
     for f in C.SLOT_FIELDS:
         _store(getattr(S.ready, f), rel.pos, lane, entry[f], mask=rel.new)
     _store(S.ready.slot_of, s, lane, rel.pos, mask=rel.new)
-    # j's registers (the register arrays are not touched above).
+    return rel
+
+
+def _registers(S: C.AntsState, T: _Tables, L: _Lanes, lane, j, u, d, old, barrier):
+    """j's registers: remaining users, liveness and the kill counts of the last users
+    (`construct.register_update`). Returns its result (live widths and peaks among it)."""
+    N = T.succ.shape[0] - 1
+    R = T.reg_wf.shape[0] - 1
+    K = S.ready.ids.shape[0] - 1
     up = C.register_update(
         j, u, d, old, T.reg_live_out[u], T.reg_live_out[d], _widths(T.reg_wf, u),
         _widths(T.reg_wf, d), L.live_w, L.peak, T.live_through, n_sentinel=N, r_sentinel=R,
@@ -258,16 +297,7 @@ def _step(t, L: _Lanes, S: C.AntsState, T: _Tables, inp, params, seeds, barrier)
         slot = _load(S.ready.slot_of, killer, lane)
         _add(S.ready.kill, slot, lane, wf, mask=(killer != N) & (slot != K))
     barrier()
-    return _Lanes(
-        count=rel.count,
-        last=jnp.where(active, j, L.last),
-        cycle=timing.cycle,
-        issued=timing.issued,
-        stalls=timing.stalls,
-        dead=C.now_dead(L.dead, up.peak, T.rp_limit),
-        live_w=up.live_w,
-        peak=up.peak,
-    )
+    return up
 
 
 def _widths(reg_wf, regs: jnp.ndarray) -> jnp.ndarray:

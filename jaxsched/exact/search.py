@@ -204,8 +204,10 @@ def solve_exact(
       objective: ``"rp"`` (lowest RP cost, then lowest sum of per-file peaks; latencies ignored)
         or ``"length"`` (shortest schedule with latencies and issue width).
       rp_target: length pass only: the RP cost the schedule must not exceed; None = no limit.
-      node_budget: stop after expanding about this many nodes (a batch may finish).
-      time_budget: stop after about this many seconds (checked once per batch).
+      node_budget: stop after expanding about this many nodes (a batch may finish). Results
+        under a node budget alone are reproducible on any machine.
+      time_budget: stop after about this many seconds (checked once per batch; compilation
+        counts). A search that stops on time depends on the machine and its load.
       incumbent_cycles: optional int[n] cycles of a known schedule (e.g. the colony's), used as the
         starting upper bound if it meets the RP target; its issue order is by cycle.
       incumbent_order: optional int[n] issue order of a known schedule (alternative to cycles).
