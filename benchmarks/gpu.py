@@ -333,7 +333,8 @@ def _annealing_lines(a: dict) -> list[str]:
     lines += [
         f"JAX {m['jax']}, backend {m['backend']} ({m['device']}), {m['cores']} host cores; "
         f"medians of {m['repeats']} runs; compile times apart; the 128-position instance of "
-        "benchmarks/makespan.py (16 warps x `LCCSLCCL`).",
+        "benchmarks/makespan.py (16 warps x `LCCSLCCL`)"
+        + (" (this section was run alone, `--only anneal`)." if m.get("only") else "."),
         "",
     ]
     if not gpu:
@@ -379,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", choices=("anneal",), help="run only the annealing part (c)")
     ap.add_argument("--sizes", default=None, help="region sizes (default 128,512; quick 32)")
     ap.add_argument("--ants", default=None, help="ant counts (default 1024,16384; quick 64,256)")
-    ap.add_argument("--chains", default=None, help="default 1,1024,16384,65536; quick 1,64")
+    ap.add_argument("--chains", default=None, help="default 1,1024,16384,65536; quick 1,64,1024")
     ap.add_argument("--anneal-steps", type=int, default=None, help="default 256; quick 64")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--corpus", type=int, default=None, help="regions (default 1000; quick 40)")
@@ -392,7 +393,7 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [int(x) for x in (a.sizes or ("32" if a.quick else "128,512")).split(",")]
     ants = [int(x) for x in (a.ants or ("64,256" if a.quick else "1024,16384")).split(",")]
     chains = [
-        int(x) for x in (a.chains or ("1,64" if a.quick else "1,1024,16384,65536")).split(",")
+        int(x) for x in (a.chains or ("1,64,1024" if a.quick else "1,1024,16384,65536")).split(",")
     ]
     a.corpus = a.corpus if a.corpus is not None else (40 if a.quick else 1000)
     a.corpus_max_size = a.corpus_max_size or (24 if a.quick else 64)
@@ -411,7 +412,8 @@ def main(argv: list[str] | None = None) -> int:
             "construction": rows,
             "corpus": corpus(a) if a.corpus > 0 else None,
         }
-    data["annealing"] = {**annealing(chains, steps, a.seed, a.repeats), "meta": _meta(a)}
+    meta = {**_meta(a), "only": a.only == "anneal"}
+    data["annealing"] = {**annealing(chains, steps, a.seed, a.repeats), "meta": meta}
     data["annealing"]["meta"]["total_s"] = time.perf_counter() - t0
     if a.only is None:
         data["meta"]["total_s"] = time.perf_counter() - t0
