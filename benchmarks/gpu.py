@@ -2,6 +2,7 @@
 `schedule` on a generated corpus, both paths in the same run on identical instances.
 
     python benchmarks/gpu.py [--quick] [--sizes 128,512] [--ants 1024,16384] [--corpus 1000]
+                             [--chains 1,1024,16384,65536] [--anneal-steps 256] [--only anneal]
 
 (a) Construction: one construction by A ants (RP and ILP pass) of a generated region of n
     instructions, `construct.construct_ants` (lax) vs `kernel.construct_ants_fused` (fused) on
@@ -12,11 +13,16 @@
     each in a fresh process with an empty persistent cache ("cold": wall time, compile time,
     executables) and again in a new process on that cache ("warm"); regions/s without
     compilation; the two constructions' schedules must be identical.
-(c) Annealing: a marked place for the fused annealer (not built yet).
+(c) Annealing: ``--anneal-steps`` steps of C chains on the 128-position instance of
+    benchmarks/makespan.py ("short": 16 warps x 8 instructions), `makespan.run` (lax) vs
+    `makespan.run_fused` (fused) from the identical state and key; chain-steps/s, medians of
+    ``--repeats`` runs, compile time apart, ratio fused / lax, share of chains whose final state
+    (strings, cycles, makespans, bests) is identical.
 
-On a backend without CUDA the fused kernel runs in the Pallas interpreter
-(``construction="interpret"``): the figures check plumbing and equality only and say nothing
-about GPU speed. ``--xla-flags`` is passed to the corpus processes (e.g.
+On a backend without CUDA the fused kernels run in the Pallas interpreter
+(``construction="interpret"``, ``annealing="interpret"``): the figures check plumbing and
+equality only and say nothing about GPU speed. ``--only anneal`` runs part (c) alone and keeps
+the other parts of an existing report. ``--xla-flags`` is passed to the corpus processes (e.g.
 ``--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL`` to measure command buffers).
 Writes ``benchmarks/reports/gpu-<backend>.{md,json}``.
 """
@@ -43,8 +49,11 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from colony import make_instance  # noqa: E402
+from makespan import INSTANCES, SM_BENCH  # noqa: E402
 
-from jaxsched.colony import construct, dispatch, kernel  # noqa: E402
+from jaxsched import fused as fused_modes  # noqa: E402
+from jaxsched import makespan as mk  # noqa: E402
+from jaxsched.colony import construct, kernel  # noqa: E402
 from jaxsched.colony.params import default_params  # noqa: E402
 from jaxsched.machines.model import gfx906  # noqa: E402
 
@@ -53,7 +62,7 @@ WAVEFRONT = 64
 
 def _fused_name() -> str:
     """The fused construction that runs here: the kernel on CUDA, else interpreted."""
-    return "pallas" if dispatch.gpu_platform() == "cuda" else "interpret"
+    return "pallas" if fused_modes.gpu_platform() == "cuda" else "interpret"
 
 
 def _median(fn, repeats: int) -> tuple[float, object]:
@@ -63,6 +72,19 @@ def _median(fn, repeats: int) -> tuple[float, object]:
         out = jax.block_until_ready(fn())
         times.append(time.perf_counter() - t0)
     return statistics.median(times), out
+
+
+def _comparison(fused: str, compile_s: dict, secs: dict, work: int, unit: str, same) -> dict:
+    """The lax-vs-fused fields of a report row: ``work`` units (``unit``) per run, ``same`` a
+    bool array (per ant or chain: identical results)."""
+    return {
+        "fused": fused,
+        "compile_s": compile_s,
+        "seconds": secs,
+        f"{unit}_per_s": {k: work / v for k, v in secs.items()},
+        "ratio_fused_over_lax": secs["lax"] / secs["fused"],
+        "identical": float(same.mean()),
+    }
 
 
 def construction_cell(n: int, ants: int, seed: int, repeats: int) -> list[dict]:
@@ -98,19 +120,8 @@ def construction_cell(n: int, ants: int, seed: int, repeats: int) -> list[dict]:
             a, b = getattr(out["lax"], field), getattr(out["fused"], field)
             same &= (a == b).reshape(a.shape[0], -1).all(axis=1)
         A = waves * WAVEFRONT
-        rows.append(
-            {
-                "n": n,
-                "ants": A,
-                "pass": "ilp" if timed else "rp",
-                "fused": fused,
-                "compile_s": compile_s,
-                "seconds": secs,
-                "ant_steps_per_s": {k: A * n / v for k, v in secs.items()},
-                "ratio_fused_over_lax": secs["lax"] / secs["fused"],
-                "identical": float(same.mean()),
-            }
-        )
+        head = {"n": n, "ants": A, "pass": "ilp" if timed else "rp"}
+        rows.append({**head, **_comparison(fused, compile_s, secs, A * n, "ant_steps", same)})
         print(
             f"n={n:4d} ants={A:6d} {rows[-1]['pass']}: lax {A * n / secs['lax'] / 1e6:8.2f} M, "
             f"{fused} {A * n / secs['fused'] / 1e6:8.2f} M ant-steps/s "
@@ -118,6 +129,55 @@ def construction_cell(n: int, ants: int, seed: int, repeats: int) -> list[dict]:
             flush=True,
         )
     return rows
+
+
+# ---------------------------------------------------------------------------------- annealing
+def annealing_cell(chains: int, steps: int, seed: int, repeats: int) -> dict:
+    """lax vs fused annealing from one state and key: ``steps`` steps of ``chains`` chains."""
+    _, kernel_string, warps = INSTANCES[0]
+    norm = mk.normalize(kernel_string, SM_BENCH)
+    tab = mk.tables(norm, warps)
+    strings, _ = mk.start_strings(norm, warps, chains, mk.STARTS, jax.random.key(seed))
+    state = jax.jit(mk.init)(tab, jnp.asarray(strings))
+    params, key, n = mk.make_params(steps), jax.random.key(seed + 1), len(norm.kernel) * warps
+    fused = _fused_name()
+    fns = {
+        "lax": mk.run,
+        "fused": partial(mk.run_fused, interpret=fused == "interpret"),
+    }
+    args = (key, state, tab, params, jnp.int32(steps))
+    secs, compile_s, out = {}, {}, {}
+    for name, fn in fns.items():
+        t0 = time.perf_counter()
+        exe = jax.jit(fn).lower(*args).compile()
+        compile_s[name] = time.perf_counter() - t0
+        jax.block_until_ready(exe(*args))  # warm-up run
+        secs[name], res = _median(partial(exe, *args), repeats)
+        out[name] = jax.device_get(res)
+    same = np.ones(chains, bool)
+    for a, b in zip(jax.tree.leaves(out["lax"]), jax.tree.leaves(out["fused"]), strict=True):
+        if np.ndim(a):
+            same &= (a == b).reshape(-1, chains).all(axis=0)
+    row = {
+        "positions": n,
+        "chains": chains,
+        "steps": steps,
+        "best": int(out["lax"].best_makespan.max()),
+        **_comparison(fused, compile_s, secs, chains * steps, "chain_steps", same),
+    }
+    rate = row["chain_steps_per_s"]
+    print(
+        f"anneal n={n} chains={chains:6d} steps={steps}: lax {_rate(rate['lax'])}, {fused} "
+        f"{_rate(rate['fused'])} chain-steps/s ({row['ratio_fused_over_lax']:.2f}x), "
+        f"identical {same.mean():.0%}",
+        flush=True,
+    )
+    return row
+
+
+def annealing(chains: list[int], steps: int, seed: int, repeats: int) -> dict:
+    rows = [annealing_cell(c, steps, seed, repeats) for c in chains]
+    return {"rows": rows}
 
 
 # ---------------------------------------------------------------------------------- corpus
@@ -260,21 +320,68 @@ def write_report(path: Path, data: dict) -> None:
                     f"{r['compile_share']:.0%} | {r['compilations']} | "
                     f"{r['regions_per_s']:.1f} | {r['regions_per_s_without_compile']:.1f} |"
                 )
+    lines += _annealing_lines(data["annealing"])
+    path.with_suffix(".md").write_text("\n".join(lines))
+
+
+def _annealing_lines(a: dict) -> list[str]:
+    lines = ["", "## Annealing (`jaxsched.makespan`: run vs run_fused)", ""]
+    if "rows" not in a:
+        return [*lines, a.get("status", "Not measured."), ""]
+    m = a["meta"]
+    gpu = m["fused"] == "pallas"
     lines += [
-        "",
-        "## Annealing",
-        "",
-        data["annealing"]["status"],
+        f"JAX {m['jax']}, backend {m['backend']} ({m['device']}), {m['cores']} host cores; "
+        f"medians of {m['repeats']} runs; compile times apart; the 128-position instance of "
+        "benchmarks/makespan.py (16 warps x `LCCSLCCL`)"
+        + (" (this section was run alone, `--only anneal`)." if m.get("only") else "."),
         "",
     ]
-    path.with_suffix(".md").write_text("\n".join(lines))
+    if not gpu:
+        lines += [
+            "The fused annealer ran in the Pallas interpreter: the rows check that it runs and "
+            "gives results identical to lax; the GPU figures of issue 13 (>= 100 M chain-steps/s "
+            "at 65,536 chains) are still to be measured on the GPU machine.",
+            "",
+        ]
+    lines += [
+        "| positions | chains | steps | lax chain-steps/s | fused chain-steps/s | fused / lax | "
+        "identical | compile lax s | compile fused s |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in a["rows"]:
+        lines.append(
+            f"| {r['positions']} | {r['chains']} | {r['steps']} | "
+            f"{_rate(r['chain_steps_per_s']['lax'])} | {_rate(r['chain_steps_per_s']['fused'])} "
+            f"| {r['ratio_fused_over_lax']:.2f}x | {r['identical']:.0%} | "
+            f"{r['compile_s']['lax']:.1f} | {r['compile_s']['fused']:.1f} |"
+        )
+    return [*lines, ""]
+
+
+def _meta(a: argparse.Namespace) -> dict:
+    return {
+        "jax": jax.__version__,
+        "backend": jax.default_backend(),
+        "device": jax.devices()[0].device_kind,
+        "cpu": platform.processor() or platform.machine(),
+        "cores": os.cpu_count(),
+        "repeats": a.repeats,
+        "fused": _fused_name(),
+        "xla_flags": a.xla_flags,
+        "corpus_ants": a.corpus_ants,
+        "quick": a.quick,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes (CPU: a few minutes)")
+    ap.add_argument("--only", choices=("anneal",), help="run only the annealing part (c)")
     ap.add_argument("--sizes", default=None, help="region sizes (default 128,512; quick 32)")
     ap.add_argument("--ants", default=None, help="ant counts (default 1024,16384; quick 64,256)")
+    ap.add_argument("--chains", default=None, help="default 1,1024,16384,65536; quick 1,64,1024")
+    ap.add_argument("--anneal-steps", type=int, default=None, help="default 256; quick 64")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--corpus", type=int, default=None, help="regions (default 1000; quick 40)")
     ap.add_argument("--corpus-max-size", type=int, default=None, help="default 64; quick 24")
@@ -285,37 +392,33 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     sizes = [int(x) for x in (a.sizes or ("32" if a.quick else "128,512")).split(",")]
     ants = [int(x) for x in (a.ants or ("64,256" if a.quick else "1024,16384")).split(",")]
+    chains = [
+        int(x) for x in (a.chains or ("1,64,1024" if a.quick else "1,1024,16384,65536")).split(",")
+    ]
     a.corpus = a.corpus if a.corpus is not None else (40 if a.quick else 1000)
     a.corpus_max_size = a.corpus_max_size or (24 if a.quick else 64)
     a.corpus_ants = a.corpus_ants or (64 if a.quick else 4096)
-    backend = jax.default_backend()
-    device = jax.devices()[0].device_kind
+    steps = a.anneal_steps or (64 if a.quick else 256)
+    out = Path(a.out) if a.out else HERE / "reports" / f"gpu-{jax.default_backend()}"
     t0 = time.perf_counter()
-    rows = [r for n in sizes for A in ants for r in construction_cell(n, A, a.seed + n, a.repeats)]
-    data = {
-        "meta": {
-            "jax": jax.__version__,
-            "backend": backend,
-            "device": device,
-            "cpu": platform.processor() or platform.machine(),
-            "cores": os.cpu_count(),
-            "repeats": a.repeats,
-            "fused": _fused_name(),
-            "xla_flags": a.xla_flags,
-            "corpus_ants": a.corpus_ants,
-            "quick": a.quick,
-        },
-        "construction": rows,
-        "corpus": corpus(a) if a.corpus > 0 else None,
-        # The fused annealer belongs here (construction and schedule above, annealing below):
-        # chain-steps/s of `jaxsched.makespan` lax vs fused at 1 and 1,024 chains.
-        "annealing": {"status": "Not measured: the fused annealer is not built yet (the "
-                      "makespan annealer is being redesigned); its lax-vs-fused rows go here."},
-    }  # fmt: skip
-    data["meta"]["total_s"] = time.perf_counter() - t0
-    out = Path(a.out) if a.out else HERE / "reports" / f"gpu-{backend}"
+    if a.only == "anneal":
+        data = json.loads(out.with_suffix(".json").read_text())
+    else:
+        rows = [
+            r for n in sizes for A in ants for r in construction_cell(n, A, a.seed + n, a.repeats)
+        ]
+        data = {
+            "meta": _meta(a),
+            "construction": rows,
+            "corpus": corpus(a) if a.corpus > 0 else None,
+        }
+    meta = {**_meta(a), "only": a.only == "anneal"}
+    data["annealing"] = {**annealing(chains, steps, a.seed, a.repeats), "meta": meta}
+    data["annealing"]["meta"]["total_s"] = time.perf_counter() - t0
+    if a.only is None:
+        data["meta"]["total_s"] = time.perf_counter() - t0
     write_report(out, data)
-    print(f"wrote {out}.md/.json in {data['meta']['total_s']:.0f} s")
+    print(f"wrote {out}.md/.json in {time.perf_counter() - t0:.0f} s")
     return 0
 
 

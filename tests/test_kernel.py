@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax.sharding import AbstractDevice, AbstractMesh, AxisType
+from cuda_lowering import TRITON_CALL, lower_for_cuda
 
 import jaxsched
 from jaxsched import colony
@@ -126,18 +126,6 @@ def test_fused_equals_lax_on_wide_regions():
         np.testing.assert_array_equal(getattr(ref, name), getattr(fused, name), err_msg=name)
 
 
-def _lower_for_cuda(fn, *args):
-    """StableHLO text of ``jit(fn)`` lowered for CUDA with an abstract H100 (no GPU needed)."""
-    sds = jax.tree.map(lambda x: jax.ShapeDtypeStruct(jnp.shape(x), jnp.result_type(x)), args)
-    dev = AbstractDevice(device_kind="NVIDIA H100 80GB HBM3", num_cores=132, platform="cuda")
-    mesh = AbstractMesh((1,), ("x",), (AxisType.Explicit,), abstract_device=dev)
-    with jax.sharding.use_abstract_mesh(mesh):
-        return jax.jit(fn).trace(*sds).lower(lowering_platforms=("cuda",)).as_text()
-
-
-TRITON_CALL = "__gpu$xla.gpu.triton"
-
-
 @pytest.mark.parametrize(
     "n, ants, regions, tau_dtype",
     [(12, 64, 1, jnp.float32), (60, 256, 3, jnp.float16), (500, 1024, 2, jnp.float32)],
@@ -156,7 +144,7 @@ def test_kernel_lowers_for_cuda(n, ants, regions, tau_dtype):
 
         return jax.vmap(one)(prep, inp, keys, uniform)
 
-    text = _lower_for_cuda(run, prep, inp, params, keys, steps, jnp.asarray(uniform))
+    text = lower_for_cuda(run, prep, inp, params, keys, steps, jnp.asarray(uniform))
     assert text.count(TRITON_CALL) == 1  # the whole construction is one kernel
 
 
@@ -171,7 +159,7 @@ def test_solve_with_the_kernel_lowers_for_cuda(dtype):
         construction="pallas",
         pheromone_dtype=dtype,
     )
-    text = _lower_for_cuda(
+    text = lower_for_cuda(
         lambda p, q, k: colony.solve(p, q, k, config=config),
         prob,
         default_params(),

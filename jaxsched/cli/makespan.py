@@ -14,6 +14,8 @@ from jaxsched.cli.progress import Progress
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from jaxsched.fused import MODES
+
     p = sub.add_parser(
         "makespan",
         help="worst-case makespan of warps on one SM (simulated annealing)",
@@ -46,6 +48,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         metavar="BYTES",
         help="memory the run may use, e.g. 512M or 8G (default 2G); checked before allocating",
+    )
+    p.add_argument(
+        "--annealing",
+        choices=MODES,
+        default="auto",
+        help="what runs the annealing steps: the fused Pallas kernel on a CUDA GPU (auto), the "
+        "lax reference, the kernel (pallas: a GPU) or the kernel in the Pallas interpreter "
+        "(slow); all give identical results (default auto)",
     )
     p.add_argument("--exact", action="store_true", help="also prove the worst case (small only)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -113,7 +123,7 @@ def _plan(args):
     )
     plan = plan_estimate(
         kernel, args.warps, sm, seed=args.seed, chains=args.chains, iterations=args.iterations,
-        t0=args.t0, memory_budget=_parse_bytes(args.memory_budget),
+        t0=args.t0, memory_budget=_parse_bytes(args.memory_budget), annealing=args.annealing,
     )  # fmt: skip
     if args.exact and plan.positions > MAX_EXACT:
         raise MakespanError(
@@ -144,6 +154,7 @@ def run(args) -> int:
         t0=args.t0,
         progress=bar.advance,
         memory_budget=plan.memory_budget,
+        annealing=args.annealing,
     )
     bar.close()
     exact = exact_worst_case(norm, plan.warps) if args.exact else None

@@ -7,39 +7,28 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from jaxsched import fused
 from jaxsched.colony.construct import AntResults, Prepared, StepInputs, construct_ants
 from jaxsched.colony.params import ColonyConfig, ColonyParams
-from jaxsched.errors import InputError
-
-
-def gpu_platform() -> str | None:
-    """ "cuda" or "rocm" when the default backend is a GPU, else None."""
-    if jax.default_backend() != "gpu":
-        return None
-    version = str(getattr(jax.devices()[0].client, "platform_version", "")).lower()
-    return "rocm" if "rocm" in version else "cuda"
+from jaxsched.fused import gpu_platform  # noqa: F401 (re-exported)
 
 
 def resolve(construction: str, prep: Prepared | None = None) -> str:
     """The construction that runs: "auto" becomes "pallas" on a CUDA GPU when the kernel
     supports ``prep``'s shapes (`kernel.unsupported`), else "lax"; others stay."""
-    if construction != "auto":
-        return construction
-    if gpu_platform() != "cuda":
-        return "lax"
-    from jaxsched.colony.kernel import unsupported
 
-    return "pallas" if prep is None or unsupported(prep) is None else "lax"
+    def why_not() -> str | None:
+        from jaxsched.colony.kernel import unsupported
+
+        return unsupported(prep)
+
+    return fused.resolve(construction, None if prep is None else why_not)
 
 
 def check(config: ColonyConfig) -> None:
     """Raise `InputError` when ``config.construction`` cannot run on the default backend
     ("pallas" needs a GPU; "interpret" runs anywhere)."""
-    if config.construction == "pallas" and gpu_platform() is None:
-        raise InputError(
-            f"construction 'pallas' needs a GPU (the JAX backend is {jax.default_backend()}); "
-            "use 'lax', 'auto' or 'interpret' (the kernel in the Pallas interpreter: slow)"
-        )
+    fused.check(config.construction, "construction")
 
 
 def construct(

@@ -34,8 +34,11 @@ from jax import lax
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import triton as plgpu
 
+from jaxsched import fused
 from jaxsched.colony import construct as C
 from jaxsched.colony.params import ColonyParams
+from jaxsched.fused import load as _load
+from jaxsched.fused import store as _store
 
 #: Ants per program (a power of two; smaller when the ant count has no such divisor).
 DEFAULT_BLOCK = 32
@@ -55,10 +58,7 @@ def kernel_widths(slots: int) -> tuple[int, ...]:
 
 def block_size(ants: int, block: int = DEFAULT_BLOCK) -> int:
     """The largest power of two <= ``block`` dividing ``ants``."""
-    b = 1
-    while b * 2 <= block and ants % (b * 2) == 0:
-        b *= 2
-    return b
+    return fused.block_size(ants, block)
 
 
 def unsupported(prep: C.Prepared) -> str | None:
@@ -115,33 +115,6 @@ def _lanes_of(st: C.AntsState) -> _Lanes:
     return _Lanes(
         st.ready.count, st.last, st.cycle, st.issued, st.stalls, st.dead, st.live_w, st.peak
     )
-
-
-def _at(ref, idx: jnp.ndarray, lane: jnp.ndarray) -> tuple:
-    """Index of ``ref`` [*lead, X, B] at rows ``idx`` [..., B] of each lane: a tuple of
-    broadcast index arrays giving [*lead, ..., B] (at most one leading axis)."""
-    lead = ref.shape[:-2]
-    idx = jnp.broadcast_to(idx, jnp.broadcast_shapes(jnp.shape(idx), lane.shape))
-    lane = jnp.broadcast_to(lane, idx.shape)
-    if not lead:
-        return (idx, lane)
-    (F,) = lead
-    shape = (F, *idx.shape)
-    f = lax.broadcasted_iota(jnp.int32, shape, 0)
-    return (f, jnp.broadcast_to(idx[None], shape), jnp.broadcast_to(lane[None], shape))
-
-
-def _load(ref, idx, lane):
-    return ref[_at(ref, idx, lane)]
-
-
-def _store(ref, idx, lane, val, mask=None):
-    index = _at(ref, idx, lane)
-    val = jnp.broadcast_to(jnp.asarray(val, ref.dtype), index[0].shape)
-    if mask is None:
-        ref[index] = val
-    else:
-        plgpu.store(ref.at[index], val, mask=jnp.broadcast_to(mask, index[0].shape))
 
 
 def _row(table, j: jnp.ndarray, width: int) -> jnp.ndarray:
@@ -310,15 +283,14 @@ def _widths(reg_wf, regs: jnp.ndarray) -> jnp.ndarray:
 def _add(ref, idx, lane, val, mask) -> None:
     """``ref[idx, lane] += val`` where ``mask`` (an index may repeat: an atomic add on the GPU;
     masked entries add 0 at their index, a dummy row)."""
-    index = _at(ref, idx, lane)
+    index = fused.lane_index(ref, idx, lane)
     shape = index[0].shape
     val = jnp.where(jnp.broadcast_to(mask, shape), jnp.broadcast_to(val, shape), 0)
     jax.ref.addupdate(ref, index, val.astype(ref.dtype))
 
 
-def _kernel(*refs, treedef, interpret: bool):
+def _kernel(tables, params, seeds, _, state, _scratch, *, interpret: bool):
     """The whole construction of one block of ants (all steps)."""
-    tables, params, seeds, _, state = jax.tree.unflatten(treedef, refs)
     T = tables
     inp = C.StepInputs(
         tau=None,
@@ -334,7 +306,7 @@ def _kernel(*refs, treedef, interpret: bool):
     params = jax.tree.map(lambda r: r[...], params)
     seeds = jax.tree.map(lambda r: r[...], seeds)
     S = state
-    barrier = (lambda: None) if interpret else plgpu.debug_barrier
+    barrier = fused.barrier(interpret)
 
     def body(t, L):
         return _step(t, L, S, T, inp, params, seeds, barrier)
@@ -343,18 +315,6 @@ def _kernel(*refs, treedef, interpret: bool):
     L = lax.fori_loop(0, T.num_steps[...], body, lanes0)
     for ref, val in zip(_lanes_of(S), L, strict=True):
         ref[...] = val
-
-
-def _specs(tree, block: int | None):
-    """BlockSpecs: whole arrays (``block`` None) or blocks of ``block`` on the last axis."""
-
-    def spec(x):
-        if block is None:
-            return pl.BlockSpec(x.shape, lambda i, nd=x.ndim: (0,) * nd)
-        shape = (*x.shape[:-1], block)
-        return pl.BlockSpec(shape, lambda i, nd=x.ndim: (*(0,) * (nd - 1), i))
-
-    return jax.tree.map(spec, tree)
 
 
 def fused_construction(
@@ -392,25 +352,17 @@ def fused_construction(
         issue_width=jnp.asarray(inp.issue_width, jnp.int32),
     )
     params = jax.tree.map(lambda x: jnp.asarray(x, jnp.float32), params)
-    args = (tables, params, seeds, st)
-    leaves, treedef = jax.tree.flatten((*args, st))
-    n_in = len(jax.tree.leaves(args))
-    n_state = len(jax.tree.leaves(st))
-    in_specs = jax.tree.leaves(
-        (_specs(tables, None), _specs(params, None), *_specs((seeds, st), B))
-    )
-    out = pl.pallas_call(
-        partial(_kernel, treedef=treedef, interpret=interpret),
-        grid=(ants // B,),
-        in_specs=in_specs,
-        out_specs=jax.tree.leaves(_specs(st, B)),
-        out_shape=[jax.ShapeDtypeStruct(x.shape, x.dtype) for x in jax.tree.leaves(st)],
-        input_output_aliases={n_in - n_state + k: k for k in range(n_state)},
-        compiler_params=plgpu.CompilerParams(num_warps=NUM_WARPS, num_stages=1),
+    st, _ = fused.call_in_place(
+        partial(_kernel, interpret=interpret),
+        (tables, params, seeds),
+        (fused.specs(tables, None), fused.specs(params, None), fused.specs(seeds, B)),
+        st,
+        block=B,
+        num_warps=NUM_WARPS,
         interpret=interpret,
         name="colony_construction",
-    )(*leaves[:n_in])
-    return jax.tree.unflatten(jax.tree.structure(st), out)
+    )
+    return st
 
 
 def construct_ants_fused(

@@ -13,9 +13,10 @@ from typing import NamedTuple
 import jax.numpy as jnp
 
 from jaxsched.errors import InputError
+from jaxsched.fused import MODES
 
 #: `ColonyConfig.construction` values.
-CONSTRUCTIONS = ("auto", "lax", "pallas", "interpret")
+CONSTRUCTIONS = MODES
 #: Pheromone table dtypes (values live in [tau_min, tau_max], 1..8 by default).
 PHEROMONE_DTYPES = ("float32", "float16")
 

@@ -10,7 +10,8 @@ Two layers:
 * host functions (`estimate`, `decode`, `exact_worst_case`): validated input, NumPy results;
 * a pure JAX core in the style of optax / evosax (`init`, `step`, `run` over `Tables`,
   `ChainState` and traced `AnnealParams`), usable under ``jax.jit``, ``jax.vmap`` and
-  ``lax.scan``; `estimate` is a thin shell over it.
+  ``lax.scan``; `estimate` is a thin shell over it. `run_fused` is `run` as one fused Pallas
+  kernel per 64 steps (identical results; chosen by `estimate(annealing=...)`, docs/makespan.md).
 
 Limits (checked before anything is allocated) are the ``MAX_*`` / ``MIN_*`` constants, see
 ``docs/limits.md``.
@@ -41,6 +42,7 @@ from jaxsched.makespan.host import (
     plan_estimate,
     start_strings,
 )
+from jaxsched.makespan.kernel import run_fused
 from jaxsched.makespan.model import (
     DEFAULT_MEMORY_BUDGET,
     MAX_ISSUE,
@@ -100,6 +102,7 @@ __all__ = [
     "random_strings",
     "round_robin",
     "run",
+    "run_fused",
     "start_strings",
     "step",
     "tables",

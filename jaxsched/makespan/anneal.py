@@ -158,19 +158,21 @@ def temperature(params: AnnealParams, iteration: jax.Array) -> jax.Array:
     return jnp.maximum(params.t0 * (1.0 - frac), 0.0)
 
 
-def _propose(string: jax.Array, p: jax.Array, q: jax.Array, move: jax.Array) -> jax.Array:
-    """Neighbours of ``string`` (int32[n, B]) changing positions ``p .. q[b]`` (``p <= q``).
-
-    ``move`` (int32[B]) indexes `MOVES`: 0 swap ``p`` and ``q``; 1 the id at ``q`` moves to
-    ``p``; 2 the id at ``p`` moves to ``q``; blocks in between shift by one.
-    """
-    i = jnp.arange(string.shape[0], dtype=jnp.int32)[:, None]
-    q = q[None]
-    move = move[None]
+def source_index(i, p, q, move):
+    """Position of the current string that the neighbour takes at position ``i`` (arrays
+    broadcast; ``p <= q``). ``move`` indexes `MOVES`: 0 swap ``p`` and ``q``; 1 the id at
+    ``q`` moves to ``p``; 2 the id at ``p`` moves to ``q``; blocks in between shift by one."""
     swap = jnp.where(i == p, q, jnp.where(i == q, p, i))
     forward = jnp.where(i == p, q, jnp.where((i > p) & (i <= q), i - 1, i))
     backward = jnp.where(i == q, p, jnp.where((i >= p) & (i < q), i + 1, i))
-    idx = jnp.where(move == 0, swap, jnp.where(move == 1, forward, backward))
+    return jnp.where(move == 0, swap, jnp.where(move == 1, forward, backward))
+
+
+def _propose(string: jax.Array, p: jax.Array, q: jax.Array, move: jax.Array) -> jax.Array:
+    """Neighbours of ``string`` (int32[n, B]) changing positions ``p .. q[b]`` (``p <= q``;
+    ``move`` int32[B], see `source_index`)."""
+    i = jnp.arange(string.shape[0], dtype=jnp.int32)[:, None]
+    idx = source_index(i, p, q[None], move[None])
     return jnp.take_along_axis(string, idx, axis=0)
 
 
@@ -199,6 +201,41 @@ def _draw(bits: jax.Array, p: jax.Array, n: int, moves: jax.Array):
     return q, move, u_acc
 
 
+class Draws(NamedTuple):
+    """One step's random choices and temperature (`draw`), shared by `step` and the fused
+    kernel (`jaxsched.makespan.kernel`), so both follow the same random stream.
+
+    Attributes:
+      p: int32[], first changed position (shared by the chains).
+      q: int32[B], last changed position per chain (``p < q``, or ``p`` when ``n < 2``).
+      move: int32[B], index of the move in `MOVES`.
+      u_acc: float32[B], acceptance uniform in [0, 1).
+      temp: float32[], the temperature of the step.
+    """
+
+    p: jax.Array  # int32[]
+    q: jax.Array  # int32[B]
+    move: jax.Array  # int32[B]
+    u_acc: jax.Array  # float32[B]
+    temp: jax.Array  # float32[]
+
+
+def draw(key: jax.Array, iteration: jax.Array, n: int, chains: int, params: AnnealParams) -> Draws:
+    """The `Draws` of the step with ``key`` at ``iteration`` (``n``, ``chains`` static)."""
+    kp, kc = jax.random.split(key)
+    p = _shared_p(kp, n)
+    bits = jax.random.bits(kc, (2, chains), jnp.uint32)
+    q, move, u_acc = _draw(bits, p, n, params.moves)
+    return Draws(p, q, move, u_acc, temperature(params, iteration))
+
+
+def accepts(current: jax.Array, candidate: jax.Array, u_acc: jax.Array, temp: jax.Array):
+    """bool[B]: the Metropolis rule for maximising makespans int32[B]: a better-or-equal
+    candidate always, a worse one when ``u_acc * (current - candidate) < temp``."""
+    worse = current - candidate
+    return (worse <= 0) | (u_acc * worse.astype(jnp.float32) < temp)
+
+
 def step(key: jax.Array, state: ChainState, tab: Tables, params: AnnealParams) -> ChainState:
     """One annealing step of every chain, with randomness from ``key``; ``iteration + 1``.
 
@@ -206,14 +243,11 @@ def step(key: jax.Array, state: ChainState, tab: Tables, params: AnnealParams) -
     """
     n, chains = state.best_string.shape
     cur = state.current
-    kp, kc = jax.random.split(key)
-    p = _shared_p(kp, n)
-    bits = jax.random.bits(kc, (2, chains), jnp.uint32)
-    q, move, u_acc = _draw(bits, p, n, params.moves)
-    cand = redecode(tab, cur, _propose(cur.string, p, q, move), p, warps_of(tab, cur.string))
-    worse = cur.makespan - cand.makespan
-    temp = temperature(params, state.iteration)
-    accept = (worse <= 0) | (u_acc * worse.astype(jnp.float32) < temp)
+    d = draw(key, state.iteration, n, chains, params)
+    cand = redecode(
+        tab, cur, _propose(cur.string, d.p, d.q, d.move), d.p, warps_of(tab, cur.string)
+    )
+    accept = accepts(cur.makespan, cand.makespan, d.u_acc, d.temp)
     new = jax.tree.map(lambda a, b: jnp.where(accept, a, b), cand, cur)
     better = new.makespan > state.best_makespan
     return ChainState(

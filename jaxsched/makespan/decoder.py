@@ -113,7 +113,7 @@ def decode_bytes(n: int, warps: int, batch: int) -> int:
 PER_POSITION_WORDS = 16
 
 
-def _increment(unit: jax.Array) -> jax.Array:
+def increment(unit: jax.Array) -> jax.Array:
     """Packed counter increment (uint32) of one instruction of unit id ``unit``."""
     return jnp.uint32(1) | jnp.left_shift(jnp.uint32(1), (FIELD * (unit + 1)).astype(jnp.uint32))
 
@@ -136,9 +136,15 @@ def _first_free(words: jax.Array, start: jax.Array) -> jax.Array:
     wi = (start >> 5)[None]
     low = jnp.left_shift(jnp.uint32(0xFFFFFFFF), (start & 31).astype(jnp.uint32))[None]
     masked = jnp.where(idx < wi, jnp.uint32(0), jnp.where(idx == wi, words & low, words))
-    lowest = masked & (~masked + jnp.uint32(1))
-    ctz = lax.population_count(lowest - jnp.uint32(1)).astype(jnp.int32)
+    ctz = trailing_zeros(masked)
     return jnp.min(jnp.where(masked != 0, idx * 32 + ctz, jnp.int32(2**30)), axis=0)
+
+
+def trailing_zeros(x: jax.Array) -> jax.Array:
+    """int32: trailing zero bits of each uint32 of ``x`` (32 for 0): the index of the lowest
+    set bit."""
+    lowest = x & (~x + jnp.uint32(1))
+    return lax.population_count(lowest - jnp.uint32(1)).astype(jnp.int32)
 
 
 def _prefix_state(tab: Tables, string, cycle, unit, p, num_warps: int):
@@ -148,7 +154,7 @@ def _prefix_state(tab: Tables, string, cycle, unit, p, num_warps: int):
     lanes = jnp.arange(b, dtype=jnp.int32)[None, :]
     keep = (jnp.arange(n, dtype=jnp.int32) < p)[:, None]
     c = jnp.where(keep, cycle, horizon)  # dropped positions scatter out of bounds
-    packed = jnp.zeros((horizon, b), jnp.uint32).at[c, lanes].add(_increment(unit), mode="drop")
+    packed = jnp.zeros((horizon, b), jnp.uint32).at[c, lanes].add(increment(unit), mode="drop")
     w = jnp.where(keep, string, num_warps)
     count = jnp.zeros((num_warps, b), jnp.int32).at[w, lanes].add(1, mode="drop")
     last = jnp.full((num_warps, b), -1, jnp.int32).at[w, lanes].max(cycle, mode="drop")
@@ -197,7 +203,7 @@ def redecode(tab: Tables, old: Decoded, string: jax.Array, p: jax.Array, num_war
         is_u = unit_ids == u[None]  # [4, B]
         words = jnp.sum(jnp.where(is_u[:, None], free, jnp.uint32(0)), axis=0, dtype=jnp.uint32)
         c = _first_free(words, prev + 1)
-        value = packed[c, lanes] + _increment(u)
+        value = packed[c, lanes] + increment(u)
         sched_full = (value & MAX_FIELD).astype(jnp.int32) >= tab.schedulers
         shift = (FIELD * (u + 1)).astype(jnp.uint32)
         unit_full = ((value >> shift) & MAX_FIELD).astype(jnp.int32) >= tab.capacity[u]

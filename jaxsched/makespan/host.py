@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxsched import fused
 from jaxsched.compilation import COMPILED
 from jaxsched.makespan.anneal import (
     DEFAULT_MOVES,
@@ -28,6 +29,7 @@ from jaxsched.makespan.anneal import (
     run,
 )
 from jaxsched.makespan.decoder import PER_POSITION_WORDS, Tables, tables
+from jaxsched.makespan.kernel import fused_words, run_fused
 from jaxsched.makespan.model import (
     SM,
     MakespanError,
@@ -98,6 +100,8 @@ class EstimatePlan(NamedTuple):
       call_steps: steps per device call (``<= chunk``; progress is reported after each).
       memory_bytes: estimated peak memory (device state and temporaries, host history).
       memory_budget: the budget it was checked against.
+      annealing: what runs the steps (`jaxsched.fused.MODES`, "auto" resolved): "lax"
+        (`anneal.run`) or the fused kernel, "pallas" or "interpret" (`kernel.run_fused`).
     """
 
     norm: Normalized
@@ -111,6 +115,7 @@ class EstimatePlan(NamedTuple):
     call_steps: int
     memory_bytes: int
     memory_budget: int
+    annealing: str = "lax"
 
     @property
     def positions(self) -> int:
@@ -148,9 +153,11 @@ def step_work(n: int, warps: int) -> int:
 
 def anneal_bytes(n: int, warps: int, chains: int, records: int) -> int:
     """Estimated peak bytes of annealing ``chains`` chains of ``n`` positions: the device state
-    and step temporaries (measured with XLA's memory analysis, with margin; see tests), the host
-    start strings and ``records`` history rows."""
-    device = 4 * chains * (PER_POSITION_WORDS * n + 2 * warps + 16) + (1 << 20)
+    and step temporaries (measured with XLA's memory analysis, with margin; see tests; the
+    larger of the `lax` path's and the fused kernel's, `kernel.fused_words`), the host start
+    strings and ``records`` history rows."""
+    per_chain = max(PER_POSITION_WORDS * n + 2 * warps + 16, fused_words(n, warps))
+    device = 4 * chains * per_chain + (1 << 20)
     host = 4 * chains * (2 * n + records)
     return device + host
 
@@ -168,6 +175,7 @@ def plan_estimate(
     chunk: int | None = None,
     moves: Sequence[float] = DEFAULT_MOVES,
     memory_budget: int | None = None,
+    annealing: str = "auto",
 ) -> EstimatePlan:
     """Check every option of `estimate` against the documented limits, on the host.
 
@@ -179,6 +187,7 @@ def plan_estimate(
     iterations = _check_int("iterations", iterations, 1, MAX_ITERATIONS)
     seed = _check_int("seed", seed, 0, 2**32 - 1)
     starts = _check_starts(starts)
+    fused.check(annealing, "annealing", MakespanError)
     params = make_params(iterations, t0=t0, moves=moves)
     chunk = _check_int("chunk", chunk or -(-iterations // 50), 1, MAX_ITERATIONS)
     n = warps * len(norm.kernel)
@@ -189,8 +198,9 @@ def plan_estimate(
         lambda b: anneal_bytes(n, warps, b, records), chains, memory_budget, "estimate", "chains"
     )
     return EstimatePlan(
-        norm, warps, chains, iterations, seed, starts, params, chunk, call_steps, need, budget
-    )
+        norm, warps, chains, iterations, seed, starts, params, chunk, call_steps, need, budget,
+        fused.resolve(annealing),
+    )  # fmt: skip
 
 
 def start_strings(
@@ -216,6 +226,7 @@ def start_strings(
 _random_jit = jax.jit(random_strings, static_argnames=("warps", "instructions", "chains"))
 _init_jit = jax.jit(init)
 _run_jit = jax.jit(run, donate_argnames="state")
+_fused_jit = jax.jit(run_fused, donate_argnames="state", static_argnames="interpret")
 
 
 def estimate(
@@ -232,6 +243,7 @@ def estimate(
     progress: Callable[[int], None] | None = None,
     moves: Sequence[float] = DEFAULT_MOVES,
     memory_budget: int | None = None,
+    annealing: str = "auto",
 ) -> MakespanResult:
     """Estimate the worst-case makespan of ``warps`` warps running ``kernel`` on ``sm``.
 
@@ -250,6 +262,9 @@ def estimate(
       moves: weights of the neighbourhood moves `MOVES` (traced: no recompilation).
       memory_budget: bytes the run may use (estimated from the sizes before anything is
         allocated; default `DEFAULT_MEMORY_BUDGET`).
+      annealing: what runs the steps, one of `jaxsched.fused.MODES`: "auto" (the fused
+        kernel on a CUDA GPU, else lax), "lax", "pallas" (a GPU) or "interpret" (the kernel
+        in the Pallas interpreter: slow). All give identical results.
     Returns:
       a `MakespanResult`; its makespan is a reachable schedule's, so never above the worst case.
     Raises:
@@ -258,6 +273,7 @@ def estimate(
     plan = plan_estimate(
         kernel, warps, sm, seed=seed, chains=chains, iterations=iterations, t0=t0,
         starts=starts, chunk=chunk, moves=moves, memory_budget=memory_budget,
+        annealing=annealing,
     )  # fmt: skip
     norm, warps = plan.norm, plan.warps
     k_start, k_run = jax.random.split(jax.random.key(plan.seed))
@@ -304,7 +320,11 @@ def estimate(
 def _anneal(plan: EstimatePlan, tab: Tables, state, key, records, rec_it, progress):
     """Run all steps in device calls of ``plan.call_steps``, appending a history record at every
     multiple of ``plan.chunk`` and at the end; (final state, run seconds, compile seconds)."""
-    run_fn, compile_s = COMPILED.compiled(_run_jit, {}, key, state, tab, plan.params, jnp.int32(1))
+    fn, static = (
+        (_run_jit, {}) if plan.annealing == "lax"
+        else (_fused_jit, {"interpret": plan.annealing == "interpret"})
+    )  # fmt: skip
+    run_fn, compile_s = COMPILED.compiled(fn, static, key, state, tab, plan.params, jnp.int32(1))
     run_s = 0.0
     done = 0
     while done < plan.iterations:

@@ -1,0 +1,296 @@
+"""The fused annealer: one Pallas (Triton) kernel runs many annealing steps of a block of chains
+per launch, with the same random stream and rules as `anneal.step`, so that strings, cycles,
+makespans and bests are identical to the `lax` path (`anneal.run`) for the same inputs and key.
+
+Layout: a program owns a block of ``B`` chains (lanes; chain axis last, as in `ChainState`);
+the grid runs over chain blocks. Per launch:
+
+* **Draws** (`anneal.draw`, the `lax` path's own function, `vmap`ped over the launch's
+  ``S`` steps): ``p`` and the temperature per step, ``q``, the move and the acceptance uniform
+  per step and chain. So the random stream is the lax path's by construction.
+* **Registers**: each chain's current and best makespan (the step loop's carry).
+* **Device memory, this block's columns**: the chain state (strings, cycles, units, best
+  strings; aliased in place) and per-chain scratch held in extra kernel outputs (the Triton
+  backend has no block-local scratch memory): the candidate's suffix (string, cycle, unit),
+  the packed per-cycle counters, the free-cycle bit sets and each warp's count and last cycle.
+  Read and written with per-lane gathers and scatters (`jaxsched.fused.load` / `store`).
+
+One step of the block (`_step`): reset the counters; replay the unchanged prefix
+(positions ``< p``: their cycles and units are known); decode the suffix of the neighbour (the
+string read through `anneal.source_index`), each instruction in the earliest cycle after its
+warp's previous one with a free scheduler slot and unit capacity (the decoder's bit sets,
+scanned word by word from that cycle); `anneal.accepts` decides; an accepted suffix is copied
+into the state, and a better makespan copies the string into the best. Phases that read what
+another thread of the program wrote are separated by `jaxsched.fused.barrier`.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.experimental import pallas as pl
+
+from jaxsched import fused
+from jaxsched.fused import load, store
+from jaxsched.makespan.anneal import (
+    AnnealParams,
+    ChainState,
+    Draws,
+    accepts,
+    draw,
+    source_index,
+    warps_of,
+)
+from jaxsched.makespan.decoder import (
+    FIELD,
+    MAX_FIELD,
+    NUM_UNITS,
+    Decoded,
+    Tables,
+    increment,
+    num_words,
+    trailing_zeros,
+)
+
+#: Chains per program (a power of two; smaller when the chain count has no such divisor).
+DEFAULT_BLOCK = 128
+#: Triton warps per program (one thread per chain at the default block).
+NUM_WARPS = 4
+#: Annealing steps per launch (their draws are made before the launch: 3 words per chain-step).
+LAUNCH_STEPS = 64
+
+
+def fused_words(n: int, warps: int) -> int:
+    """int32 words per chain of a fused run of ``n`` positions and ``warps`` warps: the state
+    (4n + 2), the scratch (3n, the counters, bit sets, warp counts and last cycles) and one
+    launch's draws."""
+    nw = num_words(n)
+    return 7 * n + 2 + 32 * nw + NUM_UNITS * nw + 2 * warps + 3 * LAUNCH_STEPS
+
+
+class _Scratch(NamedTuple):
+    """Per-chain scratch (kernel outputs used as memory), chain axis last (``C`` chains)."""
+
+    string: Any  # int32[n, C]: the candidate's warp ids (positions >= p)
+    cycle: Any  # int32[n, C]: its 0-based cycles
+    unit: Any  # int32[n, C]: its unit ids
+    packed: Any  # uint32[T, C]: packed scheduler and unit counters per cycle (decoder.FIELD)
+    free: Any  # uint32[4 * T / 32, C]: free-cycle bit sets, row u * T / 32 + word
+    count: Any  # int32[W, C]: instructions placed per warp
+    last: Any  # int32[W, C]: cycle of each warp's latest instruction (-1: none)
+
+
+def _scratch(n: int, warps: int, chains: int) -> _Scratch:
+    nw = num_words(n)
+    i32, u32 = jnp.int32, jnp.uint32
+    return _Scratch(
+        *(jax.ShapeDtypeStruct((n, chains), i32) for _ in range(3)),
+        jax.ShapeDtypeStruct((32 * nw, chains), u32),
+        jax.ShapeDtypeStruct((NUM_UNITS * nw, chains), u32),
+        jax.ShapeDtypeStruct((warps, chains), i32),
+        jax.ShapeDtypeStruct((warps, chains), i32),
+    )
+
+
+class _Flat(NamedTuple):
+    """The chain state as kernel arrays (chain axis last)."""
+
+    string: Any  # int32[n, C]
+    cycle: Any  # int32[n, C]
+    unit: Any  # int32[n, C]
+    makespan: Any  # int32[C]
+    best_string: Any  # int32[n, C]
+    best_makespan: Any  # int32[C]
+
+
+def _any(x) -> jax.Array:
+    """bool[]: some lane of ``x`` (bool[B]) is set (Triton lowers no ``reduce_or``)."""
+    return jnp.max(x.astype(jnp.int32)) > 0
+
+
+def _occupy(w, c, u, k, sc: _Scratch, tab: Tables, sigma, lane, nw: int, barrier) -> None:
+    """Record instruction ``k`` of warp ``w`` at cycle ``c`` on unit ``u`` (all [B]): the
+    counters, the free bits (a full scheduler clears the cycle for every unit, a full unit for
+    itself) and the warp's count and last cycle."""
+    value = load(sc.packed, c, lane) + increment(u)
+    sched_full = (value & MAX_FIELD).astype(jnp.int32) >= sigma
+    shift = (FIELD * (u + 1)).astype(jnp.uint32)
+    unit_full = ((value >> shift) & MAX_FIELD).astype(jnp.int32) >= tab.capacity[u]
+    bit = jnp.left_shift(jnp.uint32(1), (c & 31).astype(jnp.uint32))
+    clear = [sched_full | (unit_full & (u == v)) for v in range(NUM_UNITS)]
+    words = [load(sc.free, v * nw + (c >> 5), lane) for v in range(NUM_UNITS)]
+    barrier()
+    store(sc.packed, c, lane, value)
+    store(sc.count, w, lane, k + 1)
+    store(sc.last, w, lane, c)
+    for v in range(NUM_UNITS):
+        store(sc.free, v * nw + (c >> 5), lane, words[v] & ~bit, mask=clear[v])
+    barrier()
+
+
+def _first_free(free, u, start, lane, nw: int):
+    """Per lane, the first cycle ``>= start`` whose bit is set in unit ``u``'s bit set
+    (int32[B]); the scan stops at the last word (a free cycle exists below the horizon)."""
+    low = jnp.left_shift(jnp.uint32(0xFFFFFFFF), (start & 31).astype(jnp.uint32))
+    j0 = start >> 5
+    w0 = load(free, u * nw + j0, lane) & low
+
+    def more(s):
+        j, w = s
+        return _any((w == 0) & (j < nw - 1))
+
+    def next_word(s):
+        j, w = s
+        go = (w == 0) & (j < nw - 1)
+        j = jnp.where(go, j + 1, j)
+        return j, jnp.where(go, load(free, u * nw + j, lane), w)
+
+    j, w = lax.while_loop(more, next_word, (j0, w0))
+    return j * 32 + trailing_zeros(w)
+
+
+def _step(it, carry, tab: Tables, d: Draws, st: _Flat, sc: _Scratch, shape, barrier):
+    """One annealing step of the block's chains; carry (current, best) makespans int32[B]."""
+    n, warps, nw = shape
+    m_cur, m_best = carry
+    sigma = tab.schedulers[...]
+    lane = lax.broadcasted_iota(jnp.int32, m_cur.shape, 0)
+    p = d.p[it]
+    q, move, u_acc = load(d.q, it, lane), load(d.move, it, lane), load(d.u_acc, it, lane)
+
+    def reset_warp(w, _):
+        store(sc.count, w, lane, 0)
+        store(sc.last, w, lane, -1)
+
+    lax.fori_loop(0, 32 * nw, lambda t, _: store(sc.packed, t, lane, jnp.uint32(0)), None)
+    lax.fori_loop(
+        0, NUM_UNITS * nw, lambda r, _: store(sc.free, r, lane, jnp.uint32(0xFFFFFFFF)), None
+    )
+    lax.fori_loop(0, warps, reset_warp, None)
+    barrier()
+
+    def prefix(i, m):
+        w, c, u = load(st.string, i, lane), load(st.cycle, i, lane), load(st.unit, i, lane)
+        _occupy(w, c, u, load(sc.count, w, lane), sc, tab, sigma, lane, nw, barrier)
+        return jnp.maximum(m, c + 1)
+
+    def suffix(i, m):
+        w = load(st.string, source_index(i, p, q, move), lane)
+        k = load(sc.count, w, lane)
+        u = tab.types[k]
+        c = _first_free(sc.free, u, load(sc.last, w, lane) + 1, lane, nw)
+        store(sc.string, i, lane, w)
+        store(sc.cycle, i, lane, c)
+        store(sc.unit, i, lane, u)
+        _occupy(w, c, u, k, sc, tab, sigma, lane, nw, barrier)
+        return jnp.maximum(m, c + 1)
+
+    m_cand = lax.fori_loop(p, n, suffix, lax.fori_loop(0, p, prefix, jnp.zeros_like(m_cur)))
+    accept = accepts(m_cur, m_cand, u_acc, d.temp[it])
+    m_cur = jnp.where(accept, m_cand, m_cur)
+    better = m_cur > m_best
+
+    @pl.when(_any(accept))
+    def _():
+        def copy(i, _):
+            for src, dst in ((sc.string, st.string), (sc.cycle, st.cycle), (sc.unit, st.unit)):
+                store(dst, i, lane, load(src, i, lane), mask=accept)
+
+        lax.fori_loop(p, n, copy, None)
+        barrier()
+
+    @pl.when(_any(better))
+    def _():
+        lax.fori_loop(
+            0,
+            n,
+            lambda i, _: store(st.best_string, i, lane, load(st.string, i, lane), mask=better),
+            None,
+        )
+        barrier()
+
+    return m_cur, jnp.where(better, m_cur, m_best)
+
+
+def _kernel(tab, num_steps, d, _, st, sc, *, shape, interpret: bool):
+    """``num_steps`` annealing steps of one block of chains."""
+    body = partial(_step, tab=tab, d=d, st=st, sc=sc, shape=shape, barrier=fused.barrier(interpret))
+    m_cur, m_best = lax.fori_loop(
+        0, num_steps[...], body, (st.makespan[...], st.best_makespan[...])
+    )
+    st.makespan[...] = m_cur
+    st.best_makespan[...] = m_best
+
+
+def fused_steps(
+    state: ChainState,
+    tab: Tables,
+    draws: Draws,
+    num_steps: jax.Array,
+    *,
+    block: int = DEFAULT_BLOCK,
+    interpret: bool = False,
+) -> ChainState:
+    """``num_steps`` (int32[], at most the ``S`` of ``draws``) steps of every chain in one
+    `pallas_call` (grid over chain blocks); ``draws`` stacks the steps' `Draws` (leading axis
+    ``S``). Returns the state after them (``iteration + num_steps``)."""
+    cur = state.current
+    n, chains = state.best_string.shape
+    warps = warps_of(tab, cur.string)
+    B = fused.block_size(chains, block)
+    st = _Flat(cur.string, cur.cycle, cur.unit, cur.makespan, *state[1:3])
+    steps = jnp.asarray(num_steps, jnp.int32)
+    whole = fused.specs((tab, steps, draws.p, draws.temp), None)
+    lanes = fused.specs((draws.q, draws.move, draws.u_acc), B)
+    f, _ = fused.call_in_place(
+        partial(_kernel, shape=(n, warps, num_words(n)), interpret=interpret),
+        (tab, steps, draws),
+        (whole[0], whole[1], Draws(whole[2], *lanes, whole[3])),
+        st,
+        block=B,
+        scratch=_scratch(n, warps, chains),
+        num_warps=NUM_WARPS,
+        interpret=interpret,
+        name="makespan_anneal",
+    )
+    return ChainState(
+        Decoded(f.string, f.cycle, f.unit, f.makespan),
+        f.best_string,
+        f.best_makespan,
+        state.iteration + steps,
+    )
+
+
+def run_fused(
+    key: jax.Array,
+    state: ChainState,
+    tab: Tables,
+    params: AnnealParams,
+    steps: int | jax.Array,
+    *,
+    block: int = DEFAULT_BLOCK,
+    launch_steps: int = LAUNCH_STEPS,
+    interpret: bool = False,
+) -> ChainState:
+    """`anneal.run` with the fused kernel: identical results (step ``it`` draws from
+    ``fold_in(key, it)``), ``launch_steps`` steps per launch. ``steps`` may be traced;
+    ``interpret`` runs the kernel in the Pallas interpreter (any backend; tests)."""
+    n, chains = state.best_string.shape
+    offsets = jnp.arange(launch_steps, dtype=jnp.int32)
+
+    def one_draw(it):
+        return draw(jax.random.fold_in(key, it), it, n, chains, params)
+
+    def launch(carry):
+        st, done = carry
+        todo = jnp.minimum(steps - done, launch_steps)
+        d = jax.vmap(one_draw)(st.iteration + offsets)
+        st = fused_steps(st, tab, d, todo, block=block, interpret=interpret)
+        return st, done + todo
+
+    state, _ = lax.while_loop(lambda c: c[1] < steps, launch, (state, jnp.int32(0)))
+    return state
