@@ -36,7 +36,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from jaxsched.colony.params import ColonyParams
+from jaxsched.colony.params import ColonyParams, pass_weight
 from jaxsched.problem.padded import DeviceRegion
 
 BIG = 2**30
@@ -139,12 +139,45 @@ def prepare(dev: DeviceRegion, ready_slots: int) -> Prepared:
     )
 
 
+#: `ColonyParams` weights of the static features (`static_features`), in order.
+STATIC_WEIGHTS = ("weight_cp", "weight_successors", "weight_latency", "weight_position")
+
+
+def static_features(prep: Prepared, timed: jnp.ndarray) -> tuple[jnp.ndarray, ...]:
+    """f32[N + 1] each, in [0, 1], dummy 0: critical path (latency-weighted in the ILP pass,
+    unit in the RP pass), successor count, largest latency to a successor, and earliness in
+    the input order (1 for the first instruction, 0 for the last); maxima normalised to 1."""
+    N = prep.succ.shape[0] - 1
+    lat = prep.succ_lat.max(axis=1).astype(jnp.float32)
+    idx = jnp.arange(N + 1, dtype=jnp.float32)
+    early = 1.0 - idx / jnp.maximum(prep.n - 1, 1).astype(jnp.float32)
+    return (
+        jnp.where(timed, prep.cp, prep.cp_unit),
+        prep.successors,
+        lat / jnp.maximum(lat.max(), 1.0),
+        jnp.where(idx < prep.n, early, 0.0),
+    )
+
+
+def _static_weights(params: ColonyParams, timed: jnp.ndarray) -> tuple[list, jnp.ndarray]:
+    """The pass's weights of `STATIC_WEIGHTS` and the sum of their magnitudes."""
+    ws = [pass_weight(getattr(params, name), timed) for name in STATIC_WEIGHTS]
+    total = jnp.abs(ws[0])
+    for w in ws[1:]:
+        total = total + jnp.abs(w)
+    return ws, total
+
+
 def static_key(prep: Prepared, params: ColonyParams, timed: jnp.ndarray) -> jnp.ndarray:
-    """f32[N + 1]: the static part of the guiding heuristic's key in [0, 1]: weighted critical
-    path (latency-weighted in the ILP pass, unit in the RP pass) and successor count."""
-    wsum = jnp.maximum(params.weight_cp + params.weight_successors, 1e-6)
-    cp = jnp.where(timed, prep.cp, prep.cp_unit)
-    return (params.weight_cp * cp + params.weight_successors * prep.successors) / wsum
+    """f32[N + 1]: the static part of the guiding heuristic's key: the weighted mean of
+    `static_features` (weights `STATIC_WEIGHTS`, divided by the sum of their magnitudes), in
+    [0, 1] for non-negative weights (default: the critical path alone)."""
+    ws, total = _static_weights(params, timed)
+    feats = static_features(prep, timed)
+    num = ws[0] * feats[0]
+    for w, f in zip(ws[1:], feats[1:], strict=True):
+        num = num + w * f
+    return num / jnp.maximum(total, 1e-6)
 
 
 class ReadyList(NamedTuple):
@@ -323,15 +356,21 @@ def _scores(
     w: int, st: AntsState, c: Candidates, prep: Prepared, inp: StepInputs, params: ColonyParams
 ) -> jnp.ndarray:
     """f32[w, A]: score of each eligible slot (0 elsewhere), as in the spec:
-    ``tau[last, j] * (1 + key[j])``, damped for RP increase, RP-target overflow and stalls."""
+    ``tau[last, j] * (1 + key[j])``, damped for RP increase, RP-target overflow and stalls.
+
+    The key is the weighted mean of the candidate's features, weights divided by the sum of
+    their magnitudes: the static key (`static_key`), the last-use count (width killed, all
+    files) and, per file, the width killed and the width defined, and the cycles until it is
+    ready; each dynamic feature divided by its maximum over the ant's slots (at least 1)."""
     kill = st.ready.kill[:, :w]  # [F, w, A]
     over, raises = c.over, c.raises
 
     wl = jnp.where(inp.timed, params.weight_last_use, params.weight_last_use_rp)
-    ws = params.weight_cp + params.weight_successors
+    _, ws = _static_weights(params, inp.timed)
     luc = kill.sum(axis=0).astype(jnp.float32)
     luc = luc / jnp.maximum(luc.max(axis=0), 1.0)
-    key = (st.ready.key[:w] * ws + wl * luc) / jnp.maximum(ws + wl, 1e-6)
+    extra, w_extra = _dynamic_terms(kill, st.ready.born[:, :w], c.wait, params, inp.timed)
+    key = (st.ready.key[:w] * ws + wl * luc + extra) / jnp.maximum(ws + jnp.abs(wl) + w_extra, 1e-6)
     score = inp.tau[st.last[None, :], st.ready.ids[:w]].astype(jnp.float32) * (1.0 + key)
     calm_exists = (c.eligible & ~raises).any(axis=0)
     score = jnp.where(raises & calm_exists, score * params.rp_damping, score)
@@ -343,6 +382,30 @@ def _scores(
     damp_taken = _stall_damping(taken, g)
     score = jnp.where(c.semi, score * damp_wait * damp_taken, score)
     return jnp.where(c.eligible, jnp.maximum(score, params.score_floor), 0.0)
+
+
+def _dynamic_terms(
+    kill: jnp.ndarray,
+    born: jnp.ndarray,
+    wait: jnp.ndarray,
+    params: ColonyParams,
+    timed: jnp.ndarray,
+) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """(f32[w, A] weighted sum, f32[] sum of weight magnitudes) of the per-file width killed
+    and defined (``kill``, ``born`` int32[F, w, A]) and the cycles to wait (``wait`` f32[w, A],
+    <= 0 when ready), each divided by its maximum over the slots (at least 1)."""
+    F = kill.shape[0]
+    wk = jnp.broadcast_to(pass_weight(params.weight_kill, timed), (F,))
+    wb = jnp.broadcast_to(pass_weight(params.weight_born, timed), (F,))
+    ww = pass_weight(params.weight_wait, timed)
+
+    def scaled(x: jnp.ndarray) -> jnp.ndarray:
+        x = x.astype(jnp.float32)
+        return x * (1.0 / jnp.maximum(x.max(axis=-2, keepdims=True), 1.0))
+
+    terms = (wk[:, None, None] * scaled(kill) + wb[:, None, None] * scaled(born)).sum(axis=0)
+    terms = terms + ww * scaled(jnp.maximum(wait, 0.0))
+    return terms, jnp.abs(wk).sum() + jnp.abs(wb).sum() + jnp.abs(ww)
 
 
 def _stall_damping(stalls: jnp.ndarray, g: jnp.ndarray) -> jnp.ndarray:
@@ -600,7 +663,23 @@ def _step_at_width(
     params: ColonyParams,
     seeds: AntSeeds,
 ) -> AntsState:
-    """`ants_step` with the decision over the first ``w`` ready slots.
+    """`ants_step` with the decision over the first ``w`` ready slots."""
+    pick, cycle, issued = _decide(w, t, st, prep, inp, params, seeds)
+    return apply_pick(st, pick, cycle, issued, t=t, prep=prep, inp=inp)
+
+
+def apply_pick(
+    st: AntsState,
+    pick: jnp.ndarray,
+    cycle: jnp.ndarray,
+    issued: jnp.ndarray,
+    *,
+    t: jnp.ndarray,
+    prep: Prepared,
+    inp: StepInputs,
+) -> AntsState:
+    """Every ant with candidates issues the one in ready slot ``pick`` (int32[A]; K for
+    finished ants) at step ``t``; ``cycle`` and ``issued`` (int32[A]) as `Candidates` has them.
 
     The decision and every read of the old state happen behind optimization barriers; the rest
     of the step only scatters into state arrays. XLA then updates them in place instead of
@@ -609,7 +688,6 @@ def _step_at_width(
     K = st.ready.ids.shape[0] - 1
     ant = jnp.arange(st.last.shape[0], dtype=jnp.int32)[None, :]
     a0 = ant[0]
-    pick, cycle, issued = _decide(w, t, st, prep, inp, params, seeds)
     active = st.ready.count > 0
     pick, cycle, issued, j, e_pick = lax.optimization_barrier(
         (pick, cycle, issued, st.ready.ids[pick, a0], st.ready.e[pick, a0])
