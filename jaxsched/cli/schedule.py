@@ -25,29 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("files", nargs="+", metavar="FILE", help="region files (.json or .jsonl)")
     p.add_argument("--machine", default="gfx906", help="machine preset (gfx906, generic)")
     p.add_argument("--seed", type=seed_type, default=0, help="random seed (default 0)")
-    p.add_argument(
-        "--ants",
-        type=int,
-        default=None,
-        help="ants per iteration (whole wavefronts; default 256 on CPU, 4096 on GPU)",
-    )
-    p.add_argument("--wavefront", type=int, default=None, help="ants per wavefront (default 64)")
-    p.add_argument("--iterations", type=int, default=None, help="iteration cap per pass")
-    p.add_argument(
-        "--effort",
-        type=int_in(0, 3),
-        default=None,
-        help="0 (default) .. 3: each level runs 4x the ants, twice the patience and twice the "
-        "iteration cap (better schedules where the bounds are not met, at that cost)",
-    )
-    p.add_argument(
-        "--memory-budget",
-        type=int_in(16, 1 << 22),
-        default=None,
-        metavar="MIB",
-        help="device memory one colony call may use, in MiB (default 2048); larger regions "
-        "run with fewer ants and a float16 pheromone table",
-    )
+    add_colony_options(p)
     p.add_argument(
         "--no-filters", action="store_true", help="turn off the cycle-threshold and revert filters"
     )
@@ -92,8 +70,66 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="DIR",
         help="draw per region: schedule, RP over time, convergence (matplotlib)",
     )
+    p.add_argument(
+        "--params",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="colony parameters (a JSON file from `jaxsched tune` or `jaxsched.tune.save_params`; "
+        "fields it lacks keep their defaults)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
+
+
+def add_colony_options(p: argparse.ArgumentParser) -> None:
+    """The options that choose the colony's executables (shared with ``jaxsched warmup``)."""
+    from jaxsched.colony.params import CONSTRUCTIONS
+
+    p.add_argument(
+        "--ants",
+        type=int,
+        default=None,
+        help="ants per iteration (whole wavefronts; default 256 on CPU, 4096 on GPU)",
+    )
+    p.add_argument("--wavefront", type=int, default=None, help="ants per wavefront (default 64)")
+    p.add_argument("--iterations", type=int, default=None, help="iteration cap per pass")
+    p.add_argument(
+        "--effort",
+        type=int_in(0, 3),
+        default=None,
+        help="0 (default) .. 3: each level runs 4x the ants, twice the patience and twice the "
+        "iteration cap (better schedules where the bounds are not met, at that cost)",
+    )
+    p.add_argument(
+        "--memory-budget",
+        type=int_in(16, 1 << 22),
+        default=None,
+        metavar="MIB",
+        help="device memory one colony call may use, in MiB (default 2048); larger regions "
+        "run with fewer ants and a float16 pheromone table",
+    )
+    p.add_argument(
+        "--construction",
+        choices=CONSTRUCTIONS,
+        default=None,
+        help="how ants construct: auto (default: the fused kernel on a CUDA GPU, else lax), "
+        "lax, pallas (fused Triton kernel, GPU), interpret (the kernel interpreted: slow); "
+        "results are identical (not part of the settings recorded with --out)",
+    )
+
+
+def colony_overrides(args: argparse.Namespace) -> dict:
+    """`jaxsched.schedule` keyword overrides of the `add_colony_options` options."""
+    pairs = {
+        "ants": args.ants,
+        "effort": args.effort,
+        "wavefront_size": args.wavefront,
+        "max_iterations": args.iterations,
+        "memory_budget": None if args.memory_budget is None else args.memory_budget << 20,
+        "construction": args.construction,
+    }
+    return {k: v for k, v in pairs.items() if v is not None}
 
 
 def _load(files: list[str], machine):
@@ -115,31 +151,28 @@ def _load(files: list[str], machine):
 def _overrides(args: argparse.Namespace) -> dict:
     """`jaxsched.schedule` keyword overrides from the options."""
     pairs = {
-        "ants": args.ants,
-        "effort": args.effort,
-        "wavefront_size": args.wavefront,
-        "max_iterations": args.iterations,
         "filters": False if args.no_filters else None,
         "exact_budget": args.budget if args.exact else None,
-        "memory_budget": None if args.memory_budget is None else args.memory_budget << 20,
     }
-    return {k: v for k, v in pairs.items() if v is not None}
+    return {**colony_overrides(args), **{k: v for k, v in pairs.items() if v is not None}}
 
 
-def _settings(machine, seed: int, overrides: dict) -> dict:
-    """Everything a region's result depends on (recorded in the results file)."""
+def _settings(machine, seed: int, overrides: dict, params=None) -> dict:
+    """Everything a region's result depends on (recorded in the results file; not the
+    construction, whose modes give identical results)."""
     import dataclasses
 
     from jaxsched import __version__
     from jaxsched.colony.host import split_overrides
+    from jaxsched.tune.files import params_dict
 
-    config, params, options = split_overrides(overrides, None, None, None)
+    config, params, options = split_overrides(overrides, None, params, None)
     settings = {
         "version": __version__,
         "machine": machine.name,
         "seed": seed,
-        "config": dataclasses.asdict(config),
-        "params": {k: float(v) for k, v in params._asdict().items()},
+        "config": {k: v for k, v in dataclasses.asdict(config).items() if k != "construction"},
+        "params": params_dict(params),
         "options": {k: v for k, v in dataclasses.asdict(options).items() if k != "max_batch"},
     }
     return json.loads(json.dumps(settings))  # as it reads back from the file
@@ -168,7 +201,12 @@ def run(args: argparse.Namespace) -> int:
     if args.resume and args.out is None:
         raise UsageError("--resume needs --out")
     overrides = _overrides(args)
-    settings = _settings(machine, args.seed, overrides)
+    params = None
+    if args.params is not None:
+        from jaxsched.tune.files import load_params
+
+        params = load_params(args.params, files=len(machine.file_names))
+    settings = _settings(machine, args.seed, overrides, params)
     verify = args.verify if args.verify is not None else len(regions) <= VERIFY_AUTO_LIMIT
     records: dict[str, dict] = {}
     if args.resume:
@@ -206,6 +244,7 @@ def run(args: argparse.Namespace) -> int:
                 [regions[i] for i in todo],
                 machine,
                 seed=args.seed,
+                params=params,
                 progress=on_batch,
                 on_iteration=on_iteration,
                 **overrides,

@@ -1,8 +1,10 @@
 """`schedule`: the host shell over the device core (`jaxsched.colony.core`).
 
 Regions are grouped by padded shape (size buckets) and split into batches that fit the memory
-budget; each batch becomes a `ColonyProblem`, is solved by one jitted `solve` call and unpadded
-into `Result`s. Options that need the host stay here: the exact search, batching, memory,
+budget (few batch sizes per bucket: few executables, which `warmup` compiles ahead); each
+batch becomes a `ColonyProblem`, is solved by the jitted ``init``, ``run`` (in chunks, for
+progress) and ``solution`` calls, and is unpadded into `Result`s; the next batch is prepared
+while the device runs. Options that need the host stay here: the exact search, batching, memory,
 progress.
 """
 
@@ -14,18 +16,22 @@ import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxsched.colony import dispatch
 from jaxsched.colony.core import DONE, Solution, default_config, init, run, solution
 from jaxsched.colony.params import (
     NO_FILTERS,
     ColonyConfig,
     ColonyParams,
+    check_params,
     default_params,
     effort_settings,
+    param_array,
 )
 from jaxsched.colony.problem import (
     CHOOSABLE_STARTS,
@@ -34,10 +40,10 @@ from jaxsched.colony.problem import (
     canonical_shape,
     problem,
 )
-from jaxsched.compilation import COMPILED
+from jaxsched.compilation import COMPILED, ensure_persistent_cache
 from jaxsched.errors import InputError
 from jaxsched.machines.model import Machine, gfx906
-from jaxsched.problem.padded import PaddedShape, next_pow2, padded_shape
+from jaxsched.problem.padded import PaddedShape, padded_shape
 from jaxsched.problem.region import Region
 
 #: Default device-memory budget of one colony call (bytes); larger batches are split.
@@ -157,12 +163,49 @@ def fit_ants(shape: PaddedShape, config: ColonyConfig, budget: int) -> ColonyCon
     )
 
 
+def batch_sizes(cap: int) -> tuple[int, ...]:
+    """The batch sizes `plan_batches` uses up to ``cap`` (a power of two): powers of 4 below
+    it, and ``cap``. Few sizes mean few executables per bucket (`warmup` compiles them all)."""
+    out, b = [], 1
+    while b < cap:
+        out.append(b)
+        b *= 4
+    return (*out, cap)
+
+
+def choose_batch(count: int, cap: int) -> int:
+    """Batch size for ``count`` regions of a group (all its calls use it): one call padded to
+    the next size up to ``cap``; beyond, the largest size padding at most 1/8 more."""
+    sizes = batch_sizes(cap)
+    if count <= cap:
+        return min(b for b in sizes if b >= count)
+    return max(b for b in sizes if -(-count // b) * b * 8 <= count * 9)
+
+
+def batch_cap(shape: PaddedShape, config: ColonyConfig, options: Options) -> int:
+    """The largest batch size (a power of two) of regions of ``shape`` run with ``config``
+    (fitted by `fit_ants`) within the memory budget and ``options.max_batch``."""
+    per_region = estimate_bytes(shape, config.ants, 1, config.pheromone_dtype)
+    cap = max(1, min(options.max_batch, options.memory_budget // per_region))
+    return 1 << (cap.bit_length() - 1)
+
+
+class Batch(NamedTuple):
+    """One colony call of `schedule`."""
+
+    indices: list[int]  # regions of the call (input positions)
+    shape: PaddedShape  # the group's padded shape
+    config: ColonyConfig  # ants (and pheromone dtype) fitted to the memory budget
+    size: int  # batch size B (>= len(indices); padded with copies)
+
+
 def plan_batches(
     regions: Sequence[Region], machine: Machine, config: ColonyConfig, options: Options
-) -> list[tuple[list[int], PaddedShape, ColonyConfig]]:
+) -> list[Batch]:
     """Batches of regions: grouped by instruction bucket and by the config that fits each
     region alone (so a region's ants never depend on the other regions of the call), then
-    split to fit the memory budget (powers of two: few distinct batch shapes)."""
+    split into calls of one batch size per group (`choose_batch`: few distinct batch shapes)
+    that fit the memory budget."""
     groups: dict[tuple[int, ColonyConfig], list[int]] = {}
     shapes: dict[int, PaddedShape] = {}
     for i, r in enumerate(regions):
@@ -181,10 +224,8 @@ def plan_batches(
         shape = shapes[idxs[0]]
         for i in idxs[1:]:
             shape = shape.join(shapes[i])
-        per_region = estimate_bytes(shape, cfg.ants, 1, cfg.pheromone_dtype)
-        size = max(1, min(options.max_batch, options.memory_budget // per_region))
-        size = 1 << (size.bit_length() - 1)
-        plan += [(idxs[k : k + size], shape, cfg) for k in range(0, len(idxs), size)]
+        size = choose_batch(len(idxs), batch_cap(shape, cfg, options))
+        plan += [Batch(idxs[k : k + size], shape, cfg, size) for k in range(0, len(idxs), size)]
     return plan
 
 
@@ -235,7 +276,7 @@ def split_overrides(
     par_kw = {k: v for k, v in overrides.items() if k in ColonyParams._fields}
     if not options.filters:
         par_kw = {**NO_FILTERS, **par_kw}
-    params = params._replace(**{k: jnp.float32(v) for k, v in par_kw.items()})
+    params = params._replace(**{k: param_array(k, v) for k, v in par_kw.items()})
     return config, params, options
 
 
@@ -285,16 +326,54 @@ def to_result(region: Region, machine: Machine, sol: Solution, b: int, exact, se
     )
 
 
+class _Prepared(NamedTuple):
+    """A batch ready to run: its problem on device, its executables compiled."""
+
+    prob: ColonyProblem
+    compile_s: float  # seconds compiling (problem derivation, init, run, solution)
+    host_s: float  # other seconds preparing it (padding, transfers)
+
+
+def compile_batch(
+    prob: ColonyProblem, params: ColonyParams, key: jax.Array, config: ColonyConfig
+) -> None:
+    """Compile (or load from the persistent cache) the executables `solve_batch` runs on
+    problems of ``prob``'s shapes: init, run and solution."""
+    static = {"config": config}
+    COMPILED.compiled(_init_jit, static, prob, params, key)
+    state = jax.eval_shape(partial(init, config=config), prob, params, key)
+    COMPILED.compiled(_run_jit, static, state, prob, params, jnp.int32(1))
+    COMPILED.compiled(_solution_jit, {}, state, prob, params)
+
+
+def _prepare(batch: Batch, regions, machine, params, key, options: Options, exact) -> _Prepared:
+    """Build a batch's problem (derivation dispatched) and compile its executables."""
+    t0, c0 = time.perf_counter(), COMPILED.compile_seconds
+    prob = problem(
+        [regions[i] for i in batch.indices],
+        machine,
+        shape=batch.shape,
+        batch=batch.size,
+        starts=options.starts,
+        exact=[exact.get(i) for i in batch.indices],
+    )
+    compile_batch(prob, params, key, batch.config)
+    compiled = COMPILED.compile_seconds - c0
+    return _Prepared(prob, compiled, time.perf_counter() - t0 - compiled)
+
+
 def solve_batch(
     prob: ColonyProblem,
     params: ColonyParams,
     key: jax.Array,
     config: ColonyConfig,
     on_iteration: Callable[[int], None] | None = None,
+    meanwhile: Callable[[], None] | None = None,
 ) -> Solution:
     """`jaxsched.colony.solve` driven from the host in chunks of iterations (same result),
     so long batches report progress: ``on_iteration(iterations done)`` after each chunk.
-    Chunks double while a call takes under a second."""
+    Chunks double while a call takes under a second. ``meanwhile()`` runs once on the host
+    while the device runs the first chunk (`schedule` prepares the next batch there)."""
     state = COMPILED(_init_jit, {"config": config}, prob, params, key)
     chunk, done = 1, 0
     # A batch whose passes were all skipped (bounds met) needs no iteration, and no compile.
@@ -303,11 +382,18 @@ def solve_batch(
             raise RuntimeError("colony: passes did not end within their iteration caps")
         t0 = time.perf_counter()
         state = COMPILED(_run_jit, {"config": config}, state, prob, params, jnp.int32(chunk))
+        if meanwhile is not None:
+            m0 = time.perf_counter()
+            meanwhile()
+            t0 += time.perf_counter() - m0
+            meanwhile = None
         done += chunk
         if on_iteration is not None:
             on_iteration(done)
         if time.perf_counter() - t0 < 1.0:
             chunk = min(2 * chunk, 2 * config.max_iterations)
+    if meanwhile is not None:  # no iteration ran: the host work still has to happen
+        meanwhile()
     return COMPILED(_solution_jit, {}, state, prob, params)
 
 
@@ -334,31 +420,92 @@ def schedule(
         ``overrides`` set their fields by name (``ants=1024`` sets whole wavefronts).
       progress: called after each batch with (region indices, their results).
       on_iteration: called during a batch with (regions in the batch, iterations done).
+
+    The persistent compilation cache is turned on (`ensure_persistent_cache`), and each batch
+    is prepared (problem, compilation) while the device runs the previous one's first chunk.
     """
     regions = [regions] if isinstance(regions, Region) else list(regions)
     machine = machine or gfx906()
     config, params, options = split_overrides(overrides, config, params, options)
+    params = check_params(params, len(machine.file_names))
+    dispatch.check(config)
     for r in regions:
         r.check_machine(machine)
+    ensure_persistent_cache()
     key = seed if isinstance(seed, jax.Array) else jax.random.key(int(seed))
     exact = _run_exact(regions, machine, options)
     results: list[Result | None] = [None] * len(regions)
-    for idxs, shape, cfg in plan_batches(regions, machine, config, options):
-        t0, c0 = time.perf_counter(), COMPILED.compile_seconds
-        prob = problem(
-            [regions[i] for i in idxs],
-            machine,
-            shape=shape,
-            batch=next_pow2(len(idxs)),
-            starts=options.starts,
-            exact=[exact.get(i) for i in idxs],
-        )
+    plan = plan_batches(regions, machine, config, options)
+    ready = {}
+
+    def prepare(k: int) -> None:
+        ready[k] = _prepare(plan[k], regions, machine, params, key, options, exact)
+
+    if plan:
+        prepare(0)
+    for k, batch in enumerate(plan):
+        t0, call, idxs = time.perf_counter(), ready.pop(k), batch.indices
+        ahead = partial(prepare, k + 1) if k + 1 < len(plan) else None
         beat = None if on_iteration is None else partial(on_iteration, len(idxs))
-        sol = jax.device_get(solve_batch(prob, params, key, cfg, beat))
-        compiled = COMPILED.compile_seconds - c0
-        seconds = (compiled, time.perf_counter() - t0 - compiled)
+        sol = jax.device_get(solve_batch(call.prob, params, key, batch.config, beat, ahead))
+        nxt = ready.get(k + 1)
+        spent = time.perf_counter() - t0 - (nxt.compile_s + nxt.host_s if nxt else 0.0)
+        seconds = (call.compile_s, call.host_s + spent)
         for b, i in enumerate(idxs):
             results[i] = to_result(regions[i], machine, sol, b, exact.get(i), seconds)
         if progress is not None:
             progress(list(idxs), [results[i] for i in idxs])
     return results  # type: ignore[return-value]
+
+
+#: Buckets `warmup` compiles by default (regions of up to 1,024 instructions).
+WARMUP_BUCKETS = (16, 32, 64, 128, 256, 512, 1024)
+
+
+def warmup(
+    machine: Machine | None = None,
+    *,
+    buckets: Sequence[int] = WARMUP_BUCKETS,
+    batches: Sequence[int] | None = None,
+    config: ColonyConfig | None = None,
+    params: ColonyParams | None = None,
+    options: Options | None = None,
+    progress: Callable[[dict], None] | None = None,
+    **overrides,
+) -> list[dict]:
+    """Compile the executables `schedule` uses (problem derivation, init, run, solution) for
+    each bucket's `canonical_shape`, its fitted config (`fit_ants`) and batch sizes
+    (`batch_sizes` up to `batch_cap`, or ``batches``), into the persistent cache
+    (`ensure_persistent_cache`), so that a later `schedule` with the same machine, options
+    and JAX installation compiles nothing for regions that fit those shapes (regions with more
+    successors, predecessors, uses, defs or registers grow their bucket's shape and compile at
+    first use). Returns one record per (bucket, batch): ants, compilations, seconds."""
+    from jaxsched.problem.generate import generate_region
+
+    machine = machine or gfx906()
+    config, params, options = split_overrides(overrides, config, params, options)
+    params = check_params(params, len(machine.file_names))
+    dispatch.check(config)
+    ensure_persistent_cache()
+    bad = [b for b in buckets if b < 16 or b & (b - 1)]
+    if bad:
+        raise InputError(f"warmup: buckets are powers of two from 16, got {bad}")
+    region, key = generate_region(0, 2), jax.random.key(0)
+    out = []
+    for n in buckets:
+        shape = canonical_shape(PaddedShape(n, 1, 1, 1, 1, 1, 1, machine.num_files))
+        cfg = fit_ants(shape, config, options.memory_budget)
+        for size in batches or batch_sizes(batch_cap(shape, cfg, options)):
+            c0, t0 = COMPILED.compilations, time.perf_counter()
+            _prepare(Batch([0], shape, cfg, size), [region], machine, params, key, options, {})
+            rec = {
+                "bucket": n,
+                "batch": size,
+                "ants": cfg.ants,
+                "compilations": COMPILED.compilations - c0,
+                "seconds": time.perf_counter() - t0,
+            }
+            out.append(rec)
+            if progress is not None:
+                progress(rec)
+    return out

@@ -1,8 +1,9 @@
 """One colony iteration of one pass on one region (vmap over the regions of a batch).
 
-Each iteration: all ants construct (`construct.construct_ants`), the iteration winner is found by
-a reduction, the pheromone evaporates and the winner's links get a deposit, the table is clamped,
-and the global best, the stall budget and the history are updated. A pass runs while
+Each iteration: all ants construct (`dispatch.construct`: the `lax` path or the fused kernel),
+the iteration winner is found by a reduction, the pheromone evaporates and the winner's links
+get a deposit, the table is clamped, and the global best, the stall budget and the history are
+updated. A pass runs while
 `running`: the best is above the pass's lower bound, fewer than ``patience`` iterations passed
 without improvement, and the iteration cap is not reached.
 """
@@ -14,15 +15,9 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxsched.colony.construct import (
-    BIG,
-    AntResults,
-    Prepared,
-    StepInputs,
-    construct_ants,
-    static_key,
-)
-from jaxsched.colony.params import ColonyConfig, ColonyParams
+from jaxsched.colony import dispatch
+from jaxsched.colony.construct import BIG, AntResults, Prepared, StepInputs, static_key
+from jaxsched.colony.params import ColonyConfig, ColonyParams, pass_params
 from jaxsched.machines.model import RP_UNLIMITED, MachineArrays, rp_cost_jax, rp_limits
 
 
@@ -140,7 +135,7 @@ def step_inputs(
 ) -> StepInputs:
     """What every ant of the iteration shares: pheromone, q0, the RP limit (the ILP pass's
     target; in the RP pass the best RP cost so far) and the soft limit below it, G, the
-    heuristic key."""
+    heuristic key. ``params``: pass parameters (`params.pass_params`)."""
     n = jnp.maximum(prep.n, 1).astype(jnp.float32)
     cost_target = jnp.where(ps.timed, ps.rp_target, ps.best_cost)
     limit = rp_limits(machine.lut, machine.target_occupancy, cost_target)
@@ -180,21 +175,25 @@ def iterate(
     *,
     config: ColonyConfig,
     batch_axis: str | None = None,
+    active: jnp.ndarray | bool = True,
 ) -> PassState:
     """One iteration of the pass (call it only while `running`). ``num_steps`` (unbatched):
-    the batch's largest n; ``batch_axis``: the name of a `vmap` over regions, if any."""
-    res = construct_ants(
+    the batch's largest n; ``batch_axis``: the name of a `vmap` over regions, if any;
+    ``active`` False: the caller discards the result (the fused kernel then skips the region's
+    construction; the result is garbage)."""
+    pp = pass_params(params, ps.timed)
+    res = dispatch.construct(
         prep,
-        step_inputs(ps, prep, machine, params),
-        params,
+        step_inputs(ps, prep, machine, pp),
+        pp,
         jax.random.fold_in(ps.key, ps.iteration),
         num_steps,
-        wavefronts=config.wavefronts,
-        wavefront_size=config.wavefront_size,
+        config=config,
         uniform_exploration=jnp.where(
             ps.timed, config.uniform_exploration_ilp, config.uniform_exploration_rp
         ),
         batch_axis=batch_axis,
+        active=active,
     )
     costs = ant_costs(res, machine, ps.timed, config.wavefront_size)
     w = _first_min(costs)

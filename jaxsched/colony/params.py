@@ -16,6 +16,8 @@ import numpy as np
 
 from jaxsched.errors import InputError
 
+#: `ColonyConfig.construction` values.
+CONSTRUCTIONS = ("auto", "lax", "pallas", "interpret")
 #: Pheromone table dtypes (values live in [tau_min, tau_max], 1..8 by default).
 PHEROMONE_DTYPES = ("float32", "float16")
 
@@ -30,6 +32,10 @@ class ColonyConfig:
       max_iterations: hard cap on colony iterations per pass (also the history length).
       uniform_exploration_rp: pass 1 tosses the exploit/explore coin once per wavefront per step.
       uniform_exploration_ilp: same for pass 2 (default: each ant tosses its own).
+      construction: how the ants construct (`CONSTRUCTIONS`): "lax" (the reference: one XLA
+        op per operation per step), "pallas" (one fused Triton kernel per construction; CUDA
+        GPUs), "interpret" (that kernel in the Pallas interpreter, any backend: tests), "auto"
+        (pallas on a CUDA GPU when the shapes allow it, else lax). Results are identical.
       pheromone_dtype: ``"float32"``, or ``"float16"`` to halve the pheromone table's memory
         ((N + 1)^2 entries per region; the host picks it when a large region does not fit).
     """
@@ -39,6 +45,7 @@ class ColonyConfig:
     max_iterations: int = 50
     uniform_exploration_rp: bool = True
     uniform_exploration_ilp: bool = False
+    construction: str = "auto"
     pheromone_dtype: str = "float32"
 
     def __post_init__(self) -> None:
@@ -46,6 +53,11 @@ class ColonyConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InputError(f"ColonyConfig.{name} must be an int >= 1, got {value!r}")
+        if self.construction not in CONSTRUCTIONS:
+            raise InputError(
+                f"ColonyConfig.construction must be one of {', '.join(CONSTRUCTIONS)}, "
+                f"got {self.construction!r}"
+            )
         if self.pheromone_dtype not in PHEROMONE_DTYPES:
             raise InputError(
                 f"ColonyConfig.pheromone_dtype must be one of {PHEROMONE_DTYPES}, "
@@ -65,7 +77,7 @@ class ColonyParams(NamedTuple):
     field is a scalar except the heuristic weights (`HEURISTIC_WEIGHTS` but the two last-use
     ones), which may also be ``f32[2]`` (RP pass, ILP pass); the per-file ones
     (`PER_FILE_WEIGHTS`) ``f32[2, F]`` (a scalar or ``[2]`` applies to every file). See
-    `pass_weight` and docs/tuning.md.
+    `pass_params` and docs/tuning.md.
     """
 
     explore_scale: jnp.ndarray  # f32[]: q0 = max(0, 1 - explore_scale / n)
@@ -201,6 +213,12 @@ def param_array(name: str, value, files: int | None = None) -> jnp.ndarray:
     return jnp.asarray(a)
 
 
+def check_params(params: ColonyParams, files: int) -> ColonyParams:
+    """``params`` with every field checked by `param_array` for a machine of ``files``
+    register files (a per-file weight must have ``files`` columns); raises `InputError`."""
+    return ColonyParams(**{k: param_array(k, v, files) for k, v in params._asdict().items()})
+
+
 def _shapes(name: str, files: int | None) -> str:
     if name not in HEURISTIC_WEIGHTS or name in SCALAR_WEIGHTS:
         return "[] (a number)"
@@ -208,11 +226,17 @@ def _shapes(name: str, files: int | None) -> str:
     return "[] or [2] (RP, ILP pass)" + (f" or [2, {f}]" if name in PER_FILE_WEIGHTS else "")
 
 
-def pass_weight(w: jnp.ndarray, timed: jnp.ndarray) -> jnp.ndarray:
-    """A heuristic weight for one pass: a scalar applies to both, ``[2, ...]`` holds (RP, ILP)
-    (``timed``: the ILP pass). Shape ``w.shape[1:]`` (or ``[]``)."""
-    w = jnp.asarray(w)
-    return w if w.ndim == 0 else jnp.where(timed, w[1], w[0])
+def pass_params(params: ColonyParams, timed: jnp.ndarray) -> ColonyParams:
+    """``params`` for one pass (``timed``: the ILP pass): every heuristic weight given per pass
+    (``[2, ...]``: RP, ILP) replaced by its pass's value, so a weight is a scalar, or ``[F]``
+    for a per-file one. Construction (`construct`) takes pass parameters; apply this once."""
+
+    def one(w: jnp.ndarray) -> jnp.ndarray:
+        w = jnp.asarray(w)
+        return w if w.ndim == 0 else jnp.where(timed, w[1], w[0])
+
+    names = [k for k in HEURISTIC_WEIGHTS if k not in SCALAR_WEIGHTS]
+    return params._replace(**{k: one(getattr(params, k)) for k in names})
 
 
 def no_improvement_limit(n: jnp.ndarray, scale: jnp.ndarray = 1.0) -> jnp.ndarray:
