@@ -3,5 +3,22 @@
 optax and vectorised sweeps. The colony layers never import this package."""
 
 from jaxsched.tune.files import ParamsFileError, load_params, save_params
+from jaxsched.tune.model import Ants, TuneProblem, log_prob, order_costs, sample, tune_problem
+from jaxsched.tune.train import expected_cost, stack_params, surrogate, sweep, train
 
-__all__ = ["ParamsFileError", "load_params", "save_params"]
+__all__ = [
+    "Ants",
+    "ParamsFileError",
+    "TuneProblem",
+    "expected_cost",
+    "load_params",
+    "log_prob",
+    "order_costs",
+    "sample",
+    "save_params",
+    "stack_params",
+    "surrogate",
+    "sweep",
+    "train",
+    "tune_problem",
+]
