@@ -77,7 +77,7 @@ class ColonyParams(NamedTuple):
     field is a scalar except the heuristic weights (`HEURISTIC_WEIGHTS` but the two last-use
     ones), which may also be ``f32[2]`` (RP pass, ILP pass); the per-file ones
     (`PER_FILE_WEIGHTS`) ``f32[2, F]`` (a scalar or ``[2]`` applies to every file). See
-    `pass_params` and docs/tuning.md.
+    `pass_params` and `jaxsched.tune`.
     """
 
     explore_scale: jnp.ndarray  # f32[]: q0 = max(0, 1 - explore_scale / n)
