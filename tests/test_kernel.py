@@ -27,7 +27,7 @@ MACHINE = gfx906()
 WAVES, WAVE = 2, 16  # 32 ants: blocks of 32 (one program) or 16 (two, see block=16 below)
 
 
-def _batch(regions, seed: int, tau_dtype=jnp.float32):
+def _batch(regions, seed: int, tau_dtype=jnp.float32, params=None):
     """Stacked `Prepared` and per-region `StepInputs` of ``regions`` (one padded shape), each
     region twice: RP pass then ILP pass. Varied q0, stall budget, issue width and RP limits
     (at or below the input order's peaks, so ants die), soft limits at or below them (half the
@@ -38,7 +38,7 @@ def _batch(regions, seed: int, tau_dtype=jnp.float32):
     dev_np, shape = stack([r for r in regions for _ in (0, 1)], MACHINE, shape)
     dev = jax.tree.map(jnp.asarray, dev_np)
     prep = jax.vmap(lambda d: construct.prepare(d, shape.ready))(dev)
-    params = default_params(stall_fraction=0.5)
+    params = default_params(stall_fraction=0.5) if params is None else params
     rng = np.random.default_rng(seed)
     B, N = len(regions) * 2, shape.n
     timed = np.tile([False, True], len(regions))
@@ -126,14 +126,45 @@ def test_fused_equals_lax_on_wide_regions():
         np.testing.assert_array_equal(getattr(ref, name), getattr(fused, name), err_msg=name)
 
 
+def _learned_params():
+    """Pass parameters of a guiding heuristic using every feature (per-file weights ``[F]``)."""
+    F = len(MACHINE.file_names)
+    return default_params(
+        stall_fraction=0.5,
+        weight_successors=0.4,
+        weight_latency=0.3,
+        weight_position=-0.2,
+        weight_wait=0.6,
+        weight_last_use=0.5,
+    )._replace(
+        weight_kill=jnp.linspace(1.0, 0.2, F, dtype=jnp.float32),
+        weight_born=jnp.linspace(-0.7, 0.1, F, dtype=jnp.float32),
+    )
+
+
+def test_fused_equals_lax_with_a_learned_heuristic():
+    # Every heuristic feature weighted (the kernel computes the same key), and it matters.
+    regions = generate_regions(16, 40, 4, 16)
+    prep, inp, params, keys, steps, uniform = _batch(regions, seed=5, params=_learned_params())
+    ref, fused = _both(prep, inp, params, keys, steps, uniform, block=16)
+    for name in construct.AntResults._fields:
+        np.testing.assert_array_equal(getattr(ref, name), getattr(fused, name), err_msg=name)
+    default = _run(construct.construct_ants, prep, inp, default_params(stall_fraction=0.5), keys,
+                   steps, uniform)  # fmt: skip
+    assert (default.order != ref.order).any()
+
+
 @pytest.mark.parametrize(
     "n, ants, regions, tau_dtype",
     [(12, 64, 1, jnp.float32), (60, 256, 3, jnp.float16), (500, 1024, 2, jnp.float32)],
 )
 def test_kernel_lowers_for_cuda(n, ants, regions, tau_dtype):
-    # Catches every primitive the Pallas Triton lowering lacks (as it would on the GPU).
+    # Catches every primitive the Pallas Triton lowering lacks (as it would on the GPU), with
+    # every heuristic feature weighted.
     reg = [generate_region(k, n) for k in range(regions)]
-    prep, inp, params, keys, steps, uniform = _batch(reg, seed=0, tau_dtype=tau_dtype)
+    prep, inp, params, keys, steps, uniform = _batch(
+        reg, seed=0, tau_dtype=tau_dtype, params=_learned_params()
+    )
 
     def run(prep, inp, params, keys, steps, uniform):
         def one(p, i, k, u):

@@ -34,6 +34,7 @@ LOWER = (
     "jaxsched.errors",
     "jaxsched.compilation",
     "jaxsched.verify",
+    "jaxsched.tune",
 )
 #: Packages a front end must not import: the package root, solvers and the CLI wire them.
 NOT_FROM_IO = ("jaxsched.colony", "jaxsched.heuristics", "jaxsched.makespan", "jaxsched.exact")
@@ -86,3 +87,9 @@ def test_front_ends_import_no_solver_and_not_the_package_root(name):
 @pytest.mark.parametrize("name", [m for m in CHECKED if m.startswith(LOWER)])
 def test_lower_layers_do_not_import_the_package_root(name):
     assert "jaxsched" not in imports_of(name), f"{name} imports the package root"
+
+
+@pytest.mark.parametrize("name", [m for m in CHECKED if m.startswith("jaxsched.colony.")])
+def test_the_colony_does_not_import_tuning(name):
+    bad = sorted(m for m in imports_of(name) if m.startswith("jaxsched.tune"))
+    assert not bad, f"{name} imports {bad}"

@@ -70,6 +70,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="DIR",
         help="draw per region: schedule, RP over time, convergence (matplotlib)",
     )
+    p.add_argument(
+        "--params",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="colony parameters (a JSON file from `jaxsched tune` or `jaxsched.tune.save_params`; "
+        "fields it lacks keep their defaults)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
@@ -149,21 +157,22 @@ def _overrides(args: argparse.Namespace) -> dict:
     return {**colony_overrides(args), **{k: v for k, v in pairs.items() if v is not None}}
 
 
-def _settings(machine, seed: int, overrides: dict) -> dict:
+def _settings(machine, seed: int, overrides: dict, params=None) -> dict:
     """Everything a region's result depends on (recorded in the results file; not the
     construction, whose modes give identical results)."""
     import dataclasses
 
     from jaxsched import __version__
     from jaxsched.colony.host import split_overrides
+    from jaxsched.tune.files import params_dict
 
-    config, params, options = split_overrides(overrides, None, None, None)
+    config, params, options = split_overrides(overrides, None, params, None)
     settings = {
         "version": __version__,
         "machine": machine.name,
         "seed": seed,
         "config": {k: v for k, v in dataclasses.asdict(config).items() if k != "construction"},
-        "params": {k: float(v) for k, v in params._asdict().items()},
+        "params": params_dict(params),
         "options": {k: v for k, v in dataclasses.asdict(options).items() if k != "max_batch"},
     }
     return json.loads(json.dumps(settings))  # as it reads back from the file
@@ -192,7 +201,12 @@ def run(args: argparse.Namespace) -> int:
     if args.resume and args.out is None:
         raise UsageError("--resume needs --out")
     overrides = _overrides(args)
-    settings = _settings(machine, args.seed, overrides)
+    params = None
+    if args.params is not None:
+        from jaxsched.tune.files import load_params
+
+        params = load_params(args.params, files=len(machine.file_names))
+    settings = _settings(machine, args.seed, overrides, params)
     verify = args.verify if args.verify is not None else len(regions) <= VERIFY_AUTO_LIMIT
     records: dict[str, dict] = {}
     if args.resume:
@@ -230,6 +244,7 @@ def run(args: argparse.Namespace) -> int:
                 [regions[i] for i in todo],
                 machine,
                 seed=args.seed,
+                params=params,
                 progress=on_batch,
                 on_iteration=on_iteration,
                 **overrides,

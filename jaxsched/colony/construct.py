@@ -139,12 +139,44 @@ def prepare(dev: DeviceRegion, ready_slots: int) -> Prepared:
     )
 
 
+#: `ColonyParams` weights of the static features (`static_features`), in order.
+STATIC_WEIGHTS = ("weight_cp", "weight_successors", "weight_latency", "weight_position")
+
+
+def static_features(prep: Prepared, timed: jnp.ndarray) -> tuple[jnp.ndarray, ...]:
+    """f32[N + 1] each, in [0, 1], dummy 0: critical path (latency-weighted in the ILP pass,
+    unit in the RP pass), successor count, largest latency to a successor, and earliness in
+    the input order (1 for the first instruction, 0 for the last); maxima normalised to 1."""
+    N = prep.succ.shape[0] - 1
+    lat = prep.succ_lat.max(axis=1).astype(jnp.float32)
+    idx = jnp.arange(N + 1, dtype=jnp.float32)
+    early = 1.0 - idx / jnp.maximum(prep.n - 1, 1).astype(jnp.float32)
+    return (
+        jnp.where(timed, prep.cp, prep.cp_unit),
+        prep.successors,
+        lat / jnp.maximum(lat.max(), 1.0),
+        jnp.where(idx < prep.n, early, 0.0),
+    )
+
+
+def _static_weight_sum(params: ColonyParams) -> jnp.ndarray:
+    """f32[]: the sum of the magnitudes of the `STATIC_WEIGHTS` (pass parameters)."""
+    total = jnp.abs(params.weight_cp)
+    for name in STATIC_WEIGHTS[1:]:
+        total = total + jnp.abs(getattr(params, name))
+    return total
+
+
 def static_key(prep: Prepared, params: ColonyParams, timed: jnp.ndarray) -> jnp.ndarray:
-    """f32[N + 1]: the static part of the guiding heuristic's key in [0, 1]: weighted critical
-    path (latency-weighted in the ILP pass, unit in the RP pass) and successor count."""
-    wsum = jnp.maximum(params.weight_cp + params.weight_successors, 1e-6)
-    cp = jnp.where(timed, prep.cp, prep.cp_unit)
-    return (params.weight_cp * cp + params.weight_successors * prep.successors) / wsum
+    """f32[N + 1]: the static part of the guiding heuristic's key: the weighted mean of
+    `static_features` (weights `STATIC_WEIGHTS` of the pass parameters, `params.pass_params`,
+    divided by the sum of their magnitudes), in [0, 1] for non-negative weights (default: the
+    critical path alone)."""
+    feats = static_features(prep, timed)
+    num = params.weight_cp * feats[0]
+    for name, f in zip(STATIC_WEIGHTS[1:], feats[1:], strict=True):
+        num = num + getattr(params, name) * f
+    return num / jnp.maximum(_static_weight_sum(params), 1e-6)
 
 
 class ReadyList(NamedTuple):
@@ -357,13 +389,19 @@ def _scores(
     """f32[w, A]: score of each eligible slot (0 elsewhere), as in the spec:
     ``tau[last, j] * (1 + key[j])``, damped for RP increase, soft-limit overflow and stalls.
     ``tau`` [w, A] (f32 or f16, scored in f32): the pheromone of each slot's candidate after
-    the ant's last choice."""
+    the ant's last choice; ``params``: pass parameters (`params.pass_params`).
+
+    The key is the weighted mean of the candidate's features, weights divided by the sum of
+    their magnitudes: the static key (`static_key`), the last-use count (width killed, all
+    files) and, per file, the width killed and the width defined, and the cycles until it is
+    ready; each dynamic feature divided by its maximum over the ant's slots (at least 1)."""
     over, raises = c.over, c.raises
     wl = jnp.where(inp.timed, params.weight_last_use, params.weight_last_use_rp)
-    ws = params.weight_cp + params.weight_successors
+    ws = _static_weight_sum(params)
     luc = ready.kill.sum(axis=0).astype(jnp.float32)
     luc = luc / jnp.maximum(luc.max(axis=0), 1.0)
-    key = (ready.key * ws + wl * luc) / jnp.maximum(ws + wl, 1e-6)
+    extra, w_extra = _dynamic_terms(ready.kill, ready.born, c.wait, params)
+    key = (ready.key * ws + wl * luc + extra) / jnp.maximum(ws + jnp.abs(wl) + w_extra, 1e-6)
     score = tau.astype(jnp.float32) * (1.0 + key)
     calm_exists = any_(c.eligible & ~raises, 0)
     score = jnp.where(raises & calm_exists, score * params.rp_damping, score)
@@ -377,6 +415,26 @@ def _scores(
     return jnp.where(c.eligible, jnp.maximum(score, params.score_floor), 0.0)
 
 
+def _dynamic_terms(
+    kill: jnp.ndarray, born: jnp.ndarray, wait: jnp.ndarray, params: ColonyParams
+) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """(f32[w, A] weighted sum, f32[] sum of weight magnitudes) of the per-file width killed
+    and defined (``kill``, ``born`` int32[F, w, A]) and the cycles to wait (``wait`` f32[w, A],
+    <= 0 when ready), each divided by its maximum over the slots (at least 1). The per-file
+    weights are scalars or ``[F]`` (pass parameters)."""
+    F = kill.shape[0]
+    wk = jnp.broadcast_to(params.weight_kill, (F,))
+    wb = jnp.broadcast_to(params.weight_born, (F,))
+
+    def scaled(x: jnp.ndarray) -> jnp.ndarray:
+        x = x.astype(jnp.float32)
+        return x * (1.0 / jnp.maximum(x.max(axis=-2, keepdims=True), 1.0))
+
+    terms = (wk[:, None, None] * scaled(kill) + wb[:, None, None] * scaled(born)).sum(axis=0)
+    terms = terms + params.weight_wait * scaled(jnp.maximum(wait, 0.0))
+    return terms, jnp.abs(wk).sum() + jnp.abs(wb).sum() + jnp.abs(params.weight_wait)
+
+
 def _stall_damping(stalls: jnp.ndarray, g: jnp.ndarray) -> jnp.ndarray:
     """Score factor for waiting ``stalls`` cycles against the stall budget G: the spec's
     ``(G - 2w) / G`` below G and ``1 / G`` from G on, kept at least ``1 / G`` (the spec's
@@ -384,7 +442,7 @@ def _stall_damping(stalls: jnp.ndarray, g: jnp.ndarray) -> jnp.ndarray:
     return jnp.maximum((g - 2 * stalls) / g, 1.0 / g)
 
 
-def _pick(
+def pick_slot(
     score: jnp.ndarray,
     eligible: jnp.ndarray,
     t: jnp.ndarray,
@@ -401,19 +459,47 @@ def _pick(
     w = score.shape[0]
     slots = lax.broadcasted_iota(jnp.int32, (w, 1), 0)
     exploit = uniform(seeds.coin, t) < q0
-    best = score.max(axis=0)
-    weight = jnp.where(
-        eligible, 1 + (score / jnp.maximum(best, 1e-30)[None, :] * 65535.0).astype(jnp.int32), 0
-    )
+    weight = roulette_weights(score, eligible)
     csum = scan(weight)
     total = weight.sum(axis=0)  # csum[-1] (a Triton kernel cannot slice a value)
     r = (uniform(seeds.seed, t) * total.astype(jnp.float32)).astype(jnp.int32)
     last_eligible = jnp.where(eligible, slots, 0).max(axis=0)
     below = (csum <= r[None, :]).astype(jnp.int32)
     pick_roulette = jnp.minimum(below.sum(axis=0), last_eligible)
-    # argmax as max + first match: XLA:CPU vectorises plain reductions, not (value, index) ones.
-    pick_best = jnp.where((score == best[None, :]) & eligible, slots, w).min(axis=0)
-    return jnp.where(exploit, pick_best, pick_roulette).astype(jnp.int32)
+    return jnp.where(exploit, best_slot(score, eligible), pick_roulette).astype(jnp.int32)
+
+
+def roulette_weights(score: jnp.ndarray, eligible: jnp.ndarray) -> jnp.ndarray:
+    """int32[w, A]: the roulette's weights: 16 bits relative to the best score, at least 1 for
+    an eligible slot, 0 elsewhere (a slot's roulette probability is its share of the sum)."""
+    best = score.max(axis=0)
+    rel = score / jnp.maximum(best, 1e-30)[None, :] * 65535.0
+    return jnp.where(eligible, 1 + rel.astype(jnp.int32), 0)
+
+
+def best_slot(score: jnp.ndarray, eligible: jnp.ndarray) -> jnp.ndarray:
+    """int32[A]: the exploiting choice, the first eligible slot of the best score (``w`` when
+    none). Max then first match: XLA:CPU vectorises plain reductions, not (value, index)."""
+    w = score.shape[0]
+    slots = lax.broadcasted_iota(jnp.int32, (w, 1), 0)
+    best = score.max(axis=0)
+    return jnp.where((score == best[None, :]) & eligible, slots, w).min(axis=0)
+
+
+def step_scores(
+    ready: ReadyList,
+    tau: jnp.ndarray,
+    ant: AntView,
+    live_through: jnp.ndarray,
+    inp: StepInputs,
+    params: ColonyParams,
+    seeds: AntSeeds,
+) -> tuple[Candidates, jnp.ndarray]:
+    """The candidates of a `first_slots` view and their scores (f32[w, A], 0 where not
+    eligible): everything a decision weighs before the pick (`decide`, and the replay of
+    given orders in `jaxsched.tune`)."""
+    c = _candidates(ready, ant, live_through, inp, seeds)
+    return c, _scores(ready, tau, c, ant, inp, params)
 
 
 def decide(
@@ -435,9 +521,8 @@ def decide(
 
     Pure math on loaded values, shared by the `lax` step and the fused kernel; ``scan`` is the
     prefix sum (the kernel passes `jnp.cumsum`, which Pallas lowers; sums are exact)."""
-    c = _candidates(ready, ant, live_through, inp, seeds)
-    score = _scores(ready, tau, c, ant, inp, params)
-    pick = _pick(score, c.eligible, t, inp.q0, seeds, scan)
+    c, score = step_scores(ready, tau, ant, live_through, inp, params, seeds)
+    pick = pick_slot(score, c.eligible, t, inp.q0, seeds, scan)
     return jnp.where(ready.count > 0, pick, dummy_slot), c.cycle, c.issued
 
 
@@ -753,7 +838,24 @@ def _step_at_width(
     params: ColonyParams,
     seeds: AntSeeds,
 ) -> AntsState:
-    """`ants_step` with the decision over the first ``w`` ready slots.
+    """`ants_step` with the decision over the first ``w`` ready slots."""
+    pick, cycle, issued = _decide(w, t, st, prep, inp, params, seeds)
+    return apply_pick(st, pick, cycle, issued, t=t, prep=prep, inp=inp)
+
+
+def apply_pick(
+    st: AntsState,
+    pick: jnp.ndarray,
+    cycle: jnp.ndarray,
+    issued: jnp.ndarray,
+    *,
+    t: jnp.ndarray,
+    prep: Prepared,
+    inp: StepInputs,
+) -> AntsState:
+    """Every ant with candidates issues the one in ready slot ``pick`` (int32[A]; K for
+    finished ants) at step ``t``; ``cycle`` and ``issued`` (int32[A]) as `Candidates` has them
+    (a replay of given orders calls this too, `jaxsched.tune`).
 
     The decision and every read of the old state happen behind optimization barriers; the rest
     of the step only scatters into state arrays. XLA then updates them in place instead of
@@ -762,7 +864,6 @@ def _step_at_width(
     K = st.ready.ids.shape[0] - 1
     ant = jnp.arange(st.last.shape[0], dtype=jnp.int32)[None, :]
     a0 = ant[0]
-    pick, cycle, issued = _decide(w, t, st, prep, inp, params, seeds)
     active = st.ready.count > 0
     pick, cycle, issued, j, e_pick = lax.optimization_barrier(
         (pick, cycle, issued, st.ready.ids[pick, a0], st.ready.e[pick, a0])

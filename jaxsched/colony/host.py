@@ -28,8 +28,10 @@ from jaxsched.colony.params import (
     NO_FILTERS,
     ColonyConfig,
     ColonyParams,
+    check_params,
     default_params,
     effort_settings,
+    param_array,
 )
 from jaxsched.colony.problem import (
     CHOOSABLE_STARTS,
@@ -274,7 +276,7 @@ def split_overrides(
     par_kw = {k: v for k, v in overrides.items() if k in ColonyParams._fields}
     if not options.filters:
         par_kw = {**NO_FILTERS, **par_kw}
-    params = params._replace(**{k: jnp.float32(v) for k, v in par_kw.items()})
+    params = params._replace(**{k: param_array(k, v) for k, v in par_kw.items()})
     return config, params, options
 
 
@@ -425,6 +427,7 @@ def schedule(
     regions = [regions] if isinstance(regions, Region) else list(regions)
     machine = machine or gfx906()
     config, params, options = split_overrides(overrides, config, params, options)
+    params = check_params(params, len(machine.file_names))
     dispatch.check(config)
     for r in regions:
         r.check_machine(machine)
@@ -481,6 +484,7 @@ def warmup(
 
     machine = machine or gfx906()
     config, params, options = split_overrides(overrides, config, params, options)
+    params = check_params(params, len(machine.file_names))
     dispatch.check(config)
     ensure_persistent_cache()
     bad = [b for b in buckets if b < 16 or b & (b - 1)]

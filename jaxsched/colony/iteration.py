@@ -17,7 +17,7 @@ import jax.numpy as jnp
 
 from jaxsched.colony import dispatch
 from jaxsched.colony.construct import BIG, AntResults, Prepared, StepInputs, static_key
-from jaxsched.colony.params import ColonyConfig, ColonyParams
+from jaxsched.colony.params import ColonyConfig, ColonyParams, pass_params
 from jaxsched.machines.model import RP_UNLIMITED, MachineArrays, rp_cost_jax, rp_limits
 
 
@@ -135,7 +135,7 @@ def step_inputs(
 ) -> StepInputs:
     """What every ant of the iteration shares: pheromone, q0, the RP limit (the ILP pass's
     target; in the RP pass the best RP cost so far) and the soft limit below it, G, the
-    heuristic key."""
+    heuristic key. ``params``: pass parameters (`params.pass_params`)."""
     n = jnp.maximum(prep.n, 1).astype(jnp.float32)
     cost_target = jnp.where(ps.timed, ps.rp_target, ps.best_cost)
     limit = rp_limits(machine.lut, machine.target_occupancy, cost_target)
@@ -181,10 +181,11 @@ def iterate(
     the batch's largest n; ``batch_axis``: the name of a `vmap` over regions, if any;
     ``active`` False: the caller discards the result (the fused kernel then skips the region's
     construction; the result is garbage)."""
+    pp = pass_params(params, ps.timed)
     res = dispatch.construct(
         prep,
-        step_inputs(ps, prep, machine, params),
-        params,
+        step_inputs(ps, prep, machine, pp),
+        pp,
         jax.random.fold_in(ps.key, ps.iteration),
         num_steps,
         config=config,

@@ -10,7 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
+import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxsched.errors import InputError
 from jaxsched.fused import MODES
@@ -69,10 +71,14 @@ class ColonyConfig:
 
 
 class ColonyParams(NamedTuple):
-    """Tunable parameters (float32 scalars; a pytree). Defaults: `default_params`.
+    """Tunable parameters (float32 arrays; a pytree). Defaults: `default_params`.
 
-    The first group are the spec's values; the last three are the driver's filters (integers
-    kept as floats so the whole pytree is one dtype).
+    The first group are the spec's values, then the driver's filters (integers kept as floats so
+    the whole pytree is one dtype), then the rest of the guiding heuristic's weights. Every
+    field is a scalar except the heuristic weights (`HEURISTIC_WEIGHTS` but the two last-use
+    ones), which may also be ``f32[2]`` (RP pass, ILP pass); the per-file ones
+    (`PER_FILE_WEIGHTS`) ``f32[2, F]`` (a scalar or ``[2]`` applies to every file). See
+    `pass_params` and `jaxsched.tune`.
     """
 
     explore_scale: jnp.ndarray  # f32[]: q0 = max(0, 1 - explore_scale / n)
@@ -88,8 +94,8 @@ class ColonyParams(NamedTuple):
     #                                target while another eligible one would not (0: avoid)
     stall_fraction: jnp.ndarray  # f32[]: share of wavefronts allowed optional stalls (0.25)
     stall_budget_factor: jnp.ndarray  # f32[]: the 1.2 in G = floor(1.2 * max(LB, CP+1)) - n
-    weight_cp: jnp.ndarray  # f32[]: heuristic key weights: critical path
-    weight_successors: jnp.ndarray  # f32[]: successor count
+    weight_cp: jnp.ndarray  # f32[] | f32[2]: heuristic key weights: critical path
+    weight_successors: jnp.ndarray  # f32[] | f32[2]: successor count
     weight_last_use: jnp.ndarray  # f32[]: dynamic last-use count (width killed), ILP pass
     weight_last_use_rp: jnp.ndarray  # f32[]: the same in the RP pass (its guiding heuristic
     #                                  is LUC-then-CP, as the list scheduler's RP priority)
@@ -110,6 +116,12 @@ class ColonyParams(NamedTuple):
     occ_gain: jnp.ndarray  # f32[]: revert filter: keep the shortest start when the colony gained
     max_len_loss: jnp.ndarray  # f32[]: at most occ_gain occupancy (3) but lost more than
     #                            max_len_loss cycles (63); occ_gain 0 turns the filter off
+    weight_latency: jnp.ndarray  # f32[] | f32[2]: the instruction's largest latency to a
+    #                              successor
+    weight_position: jnp.ndarray  # f32[] | f32[2]: earliness in the input order
+    weight_kill: jnp.ndarray  # f32[] | f32[2] | f32[2, F]: width it would kill now, per file
+    weight_born: jnp.ndarray  # f32[] | f32[2] | f32[2, F]: width it defines, per file
+    weight_wait: jnp.ndarray  # f32[] | f32[2]: cycles until it is ready (ILP pass)
 
 
 #: The spec's defaults (and the driver's filter values).
@@ -138,14 +150,37 @@ DEFAULTS = dict(
     cycle_threshold_fraction=0.01,
     occ_gain=3.0,
     max_len_loss=63.0,
+    weight_latency=0.0,
+    weight_position=0.0,
+    weight_kill=0.0,
+    weight_born=0.0,
+    weight_wait=0.0,
 )
+
+#: The guiding heuristic's weights (the key is a weighted mean of per-candidate features).
+HEURISTIC_WEIGHTS = (
+    "weight_cp",
+    "weight_successors",
+    "weight_latency",
+    "weight_position",
+    "weight_last_use",
+    "weight_last_use_rp",
+    "weight_kill",
+    "weight_born",
+    "weight_wait",
+)
+#: Heuristic weights that may hold one weight per register file (last axis).
+PER_FILE_WEIGHTS = ("weight_kill", "weight_born")
+#: Heuristic weights that are one scalar per pass by name (no pass axis).
+SCALAR_WEIGHTS = ("weight_last_use", "weight_last_use_rp")
 
 #: Filter values that turn both filters off (``schedule(..., filters=False)``).
 NO_FILTERS = dict(cycle_threshold=-1.0, occ_gain=0.0)
 
 
-def default_params(**overrides: float) -> ColonyParams:
-    """The defaults (`DEFAULTS`); keyword overrides by field name."""
+def default_params(**overrides) -> ColonyParams:
+    """The defaults (`DEFAULTS`); keyword overrides by field name (numbers, or nested lists for
+    the heuristic weights, see `param_array`)."""
     unknown = set(overrides) - set(DEFAULTS)
     if unknown:
         raise InputError(
@@ -153,7 +188,56 @@ def default_params(**overrides: float) -> ColonyParams:
             f"(known: {', '.join(ColonyParams._fields)})"
         )
     values = {**DEFAULTS, **overrides}
-    return ColonyParams(**{k: jnp.float32(v) for k, v in values.items()})
+    return ColonyParams(**{k: param_array(k, v) for k, v in values.items()})
+
+
+def param_array(name: str, value, files: int | None = None) -> jnp.ndarray:
+    """``value`` as the f32 array of field ``name``, its shape checked: a scalar; a heuristic
+    weight also ``[2]`` (RP, ILP pass) and a per-file one ``[2, F]`` (``F = files`` when
+    given). Raises `InputError` naming the field otherwise. Traced values pass unchecked."""
+    if isinstance(value, jax.core.Tracer):
+        return jnp.asarray(value, jnp.float32)
+    try:
+        a = np.asarray(value, np.float32)
+    except (TypeError, ValueError):
+        raise InputError(f"colony parameter {name} must be numbers, got {value!r}") from None
+    ok = a.ndim == 0
+    if name in HEURISTIC_WEIGHTS and name not in SCALAR_WEIGHTS:
+        ok |= a.shape == (2,)
+    if name in PER_FILE_WEIGHTS and a.ndim == 2 and a.shape[0] == 2:
+        ok |= files is None or a.shape[1] == files
+    if not ok or not np.isfinite(a).all():
+        raise InputError(
+            f"colony parameter {name} must be finite with shape "
+            f"{_shapes(name, files)}, got shape {list(a.shape)}"
+        )
+    return jnp.asarray(a)
+
+
+def check_params(params: ColonyParams, files: int) -> ColonyParams:
+    """``params`` with every field checked by `param_array` for a machine of ``files``
+    register files (a per-file weight must have ``files`` columns); raises `InputError`."""
+    return ColonyParams(**{k: param_array(k, v, files) for k, v in params._asdict().items()})
+
+
+def _shapes(name: str, files: int | None) -> str:
+    if name not in HEURISTIC_WEIGHTS or name in SCALAR_WEIGHTS:
+        return "[] (a number)"
+    f = "F" if files is None else str(files)
+    return "[] or [2] (RP, ILP pass)" + (f" or [2, {f}]" if name in PER_FILE_WEIGHTS else "")
+
+
+def pass_params(params: ColonyParams, timed: jnp.ndarray) -> ColonyParams:
+    """``params`` for one pass (``timed``: the ILP pass): every heuristic weight given per pass
+    (``[2, ...]``: RP, ILP) replaced by its pass's value, so a weight is a scalar, or ``[F]``
+    for a per-file one. Construction (`construct`) takes pass parameters; apply this once."""
+
+    def one(w: jnp.ndarray) -> jnp.ndarray:
+        w = jnp.asarray(w)
+        return w if w.ndim == 0 else jnp.where(timed, w[1], w[0])
+
+    names = [k for k in HEURISTIC_WEIGHTS if k not in SCALAR_WEIGHTS]
+    return params._replace(**{k: one(getattr(params, k)) for k in names})
 
 
 def no_improvement_limit(n: jnp.ndarray, scale: jnp.ndarray = 1.0) -> jnp.ndarray:

@@ -1,0 +1,24 @@
+"""Tuning the colony: parameter files, the colony as a distribution over orders
+(`log_prob`), score-function (REINFORCE) gradients of the expected cost, training with
+optax and vectorised sweeps. The colony layers never import this package."""
+
+from jaxsched.tune.files import ParamsFileError, load_params, save_params
+from jaxsched.tune.model import Ants, TuneProblem, log_prob, order_costs, sample, tune_problem
+from jaxsched.tune.train import expected_cost, stack_params, surrogate, sweep, train
+
+__all__ = [
+    "Ants",
+    "ParamsFileError",
+    "TuneProblem",
+    "expected_cost",
+    "load_params",
+    "log_prob",
+    "order_costs",
+    "sample",
+    "save_params",
+    "stack_params",
+    "surrogate",
+    "sweep",
+    "train",
+    "tune_problem",
+]

@@ -1,0 +1,186 @@
+"""Score-function (REINFORCE) gradients of the expected cost, an optax training loop over the
+guiding heuristic's weights, and vectorised sweeps of colony settings.
+
+The objective of a batch of regions is the mean over regions of each region's expected order
+cost (`model.order_costs`: RP cost first, then length at equal RP cost, in one scalar) under
+the ants' distribution (`model`). Its gradient is ``E[(J - b) grad log p(order)]``, estimated
+from the sampled ants with the baseline ``b`` of an ant the mean cost of the *other* ants of
+its region (leave-one-out: independent of the ant's own sample, so the estimate is unbiased).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from jax import lax
+
+from jaxsched.colony.core import Solution, solve
+from jaxsched.colony.params import (
+    HEURISTIC_WEIGHTS,
+    PER_FILE_WEIGHTS,
+    SCALAR_WEIGHTS,
+    ColonyConfig,
+    ColonyParams,
+)
+from jaxsched.colony.problem import ColonyProblem
+from jaxsched.tune.model import Ants, Samples, TuneProblem, log_prob, sample
+
+#: The parameters training moves: the guiding heuristic's weights.
+TUNED = HEURISTIC_WEIGHTS
+
+
+def leave_one_out(cost: jnp.ndarray) -> jnp.ndarray:
+    """f32[B, A]: each ant's baseline, the mean cost of the other ants of its region."""
+    A = cost.shape[1]
+    return (cost.sum(axis=1, keepdims=True) - cost) / (A - 1)
+
+
+def region_surrogate(
+    params: ColonyParams, problem: TuneProblem, samples: Samples, ants: Ants
+) -> jnp.ndarray:
+    """f32[B]: per region, a function of ``params`` whose value is the mean cost of the
+    region's samples and whose gradient is the REINFORCE estimate of the gradient of its
+    expected cost (regions are independent estimates)."""
+    lp = log_prob(problem, params, samples.order, ants)
+    adv = lax.stop_gradient(samples.cost - leave_one_out(samples.cost))
+    score = (adv * lp).mean(axis=1)
+    return samples.cost.mean(axis=1) + score - lax.stop_gradient(score)
+
+
+def surrogate(
+    params: ColonyParams, problem: TuneProblem, samples: Samples, ants: Ants
+) -> jnp.ndarray:
+    """f32[]: the mean over regions of `region_surrogate`."""
+    return region_surrogate(params, problem, samples, ants).mean()
+
+
+def expected_cost(
+    params: ColonyParams, problem: TuneProblem, key: jax.Array, ants: Ants
+) -> jnp.ndarray:
+    """f32[]: a sampled estimate of the mean expected cost, `jax.grad`- and
+    `jax.value_and_grad`-able: its gradient is the REINFORCE estimate (`surrogate`)."""
+    samples = sample(problem, lax.stop_gradient(params), key, ants)
+    return surrogate(params, problem, samples, ants)
+
+
+def trainable(params: ColonyParams, files: int) -> dict:
+    """The `TUNED` weights of ``params`` per pass (``[2]``) and per file (``[2, F]``)."""
+
+    def full(name: str) -> jnp.ndarray:
+        w = jnp.asarray(getattr(params, name), jnp.float32)
+        if name in SCALAR_WEIGHTS:
+            return w
+        shape = (2, files) if name in PER_FILE_WEIGHTS else (2,)
+        w = w[..., None] if (name in PER_FILE_WEIGHTS and w.ndim == 1) else w
+        return jnp.broadcast_to(w, shape)
+
+    return {k: full(k) for k in TUNED}
+
+
+def merged(params: ColonyParams, tuned: dict) -> ColonyParams:
+    """``params`` with the weights of ``tuned`` (as `trainable` gives them)."""
+    return params._replace(**tuned)
+
+
+class TrainLog(NamedTuple):
+    step: int
+    cost: float  # mean sampled cost over the step's regions before the update
+    grad_norm: float
+    seconds: float
+
+
+def optimizer(steps: int, learning_rate: float = 0.05, clip: float = 1.0):
+    """Adam under global-norm clipping, with a cosine-decayed learning rate."""
+    schedule = optax.cosine_decay_schedule(learning_rate, max(steps, 1), alpha=0.1)
+    return optax.chain(optax.clip_by_global_norm(clip), optax.adam(schedule))
+
+
+@partial(jax.jit, static_argnames=("ants", "opt"))
+def _update(tuned, opt_state, base, problem, key, *, ants: Ants, opt):
+    def loss(t):
+        return expected_cost(merged(base, t), problem, key, ants)
+
+    value, grad = jax.value_and_grad(loss)(tuned)
+    updates, opt_state = opt.update(grad, opt_state, tuned)
+    return optax.apply_updates(tuned, updates), opt_state, value, optax.tree.norm(grad)
+
+
+def train(
+    problems: list[TuneProblem],
+    params: ColonyParams,
+    *,
+    files: int,
+    steps: int,
+    seed: int = 0,
+    ants: Ants | None = None,
+    learning_rate: float = 0.05,
+    on_step: Callable[[TrainLog], None] | None = None,
+) -> tuple[ColonyParams, list[TrainLog]]:
+    """``steps`` optax steps on the `TUNED` weights; step s uses batch ``s % len(problems)``
+    and the key ``fold_in(key(seed), s)``. Returns the trained parameters and the log."""
+    import time
+
+    ants = ants or Ants()
+    opt = optimizer(steps, learning_rate)
+    tuned = trainable(params, files)
+    state = opt.init(tuned)
+    key = jax.random.key(seed)
+    log: list[TrainLog] = []
+    for s in range(steps):
+        t0 = time.perf_counter()
+        prob = problems[s % len(problems)]
+        tuned, state, value, norm = _update(
+            tuned, state, params, prob, jax.random.fold_in(key, s), ants=ants, opt=opt
+        )
+        entry = TrainLog(s, float(value), float(norm), time.perf_counter() - t0)
+        log.append(entry)
+        if on_step is not None:
+            on_step(entry)
+    return merged(params, tuned), log
+
+
+class Sweep(NamedTuple):
+    solutions: Solution  # [k, B, ...]: every setting's solution
+    occupancy: np.ndarray  # int[k]: summed occupancy over the regions
+    length: np.ndarray  # int[k]: summed length
+    best: int  # the setting with the largest occupancy, then the shortest length
+
+
+@partial(jax.jit, static_argnames="config")
+def _solve_settings(problem, stacked, key, config):
+    return jax.vmap(lambda p: solve(problem, p, key, config=config))(stacked)
+
+
+def sweep(
+    problem: ColonyProblem, settings: ColonyParams, key: jax.Array, *, config: ColonyConfig
+) -> Sweep:
+    """The colony under k parameter settings in one call (``settings``: a `ColonyParams`
+    whose fields have a leading axis k, e.g. `stack_params`): `vmap` over the params pytree.
+    Reports each setting's summed occupancy and length over the real regions, and the best."""
+    sols = jax.device_get(_solve_settings(problem, settings, key, config))
+    real = np.asarray(problem.real)
+    occ = np.asarray(sols.occupancy)[:, real].sum(axis=1)
+    length = np.asarray(sols.length)[:, real].sum(axis=1)
+    best = int(np.lexsort((length, -occ))[0])
+    return Sweep(sols, occ, length, best)
+
+
+def stack_params(settings: list[ColonyParams]) -> ColonyParams:
+    """k settings as one `ColonyParams` with a leading axis k. A field given in different
+    forms (a scalar, per pass ``[2]``, per pass and file ``[2, F]``) is broadcast to the
+    fullest, which means the same."""
+
+    def stack(name: str) -> jnp.ndarray:
+        xs = [jnp.asarray(getattr(p, name), jnp.float32) for p in settings]
+        if name in PER_FILE_WEIGHTS:
+            xs = [x[:, None] if x.ndim == 1 else x for x in xs]
+        shape = jnp.broadcast_shapes(*(x.shape for x in xs))
+        return jnp.stack([jnp.broadcast_to(x, shape) for x in xs])
+
+    return ColonyParams(**{k: stack(k) for k in ColonyParams._fields})

@@ -1,0 +1,107 @@
+"""Tuning (`jaxsched.tune`): parameter files, the learned guiding heuristic in `schedule`."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import jaxsched
+from jaxsched.cli.main import main
+from jaxsched.colony.params import default_params
+from jaxsched.errors import InputError
+from jaxsched.problem.generate import generate_regions
+from jaxsched.tune import ParamsFileError, load_params, save_params
+
+MACHINE = jaxsched.gfx906()
+F = len(MACHINE.file_names)
+FAST = dict(ants=32, wavefront_size=16, max_iterations=3)
+
+
+def _learned():
+    """Parameters weighting every heuristic feature, per pass and per file."""
+    return default_params(
+        weight_successors=[0.2, 0.5],
+        weight_latency=0.3,
+        weight_position=[0.4, -0.1],
+        weight_kill=[[1.0] * F, [0.5] * F],
+        weight_born=[-0.5, 0.0],
+        weight_wait=[0.0, 0.8],
+    )
+
+
+def test_params_file_round_trip(tmp_path):
+    path = tmp_path / "p.json"
+    p = _learned()
+    save_params(path, p, machine="gfx906", notes={"steps": 3})
+    q = load_params(path, files=F)
+    for a, b in zip(p, q, strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    # A file with a few fields: the others keep their defaults.
+    path.write_text(
+        json.dumps({"format": "jaxsched-params", "version": 1, "params": {"decay": 0.3}})
+    )
+    assert float(load_params(path).decay) == pytest.approx(0.3)
+    assert float(load_params(path).weight_cp) == 1.0
+
+
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        ("not json", "not a JSON"),
+        ('{"format": "other"}', "not a parameters file"),
+        ('{"format": "jaxsched-params", "version": 9, "params": {}}', "version 9"),
+        ('{"format": "jaxsched-params", "version": 1, "params": {"bogus": 1}}', "bogus"),
+        ('{"format": "jaxsched-params", "version": 1, "params": {"decay": [1, 2]}}', "decay"),
+        ('{"format": "jaxsched-params", "version": 1, "params": {"decay": "0.5"}}', "decay"),
+        ('{"format": "jaxsched-params", "version": 1, "params": {"decay": NaN}}', "finite"),
+        (
+            '{"format": "jaxsched-params", "version": 1, "params": {"weight_kill": [[1,2,3,4,5]]}}',
+            "weight_kill",
+        ),
+    ],
+)
+def test_bad_params_files_name_the_problem(tmp_path, text, needle):
+    path = tmp_path / "bad.json"
+    path.write_text(text)
+    with pytest.raises(ParamsFileError, match=needle) as e:
+        load_params(path, files=F)
+    assert isinstance(e.value, InputError) and str(path) in str(e.value)
+    with pytest.raises(ParamsFileError, match="cannot read"):
+        load_params(tmp_path / "missing.json")
+
+
+def test_schedule_with_loaded_params(tmp_path):
+    regions = generate_regions(7, 4, 10, 16)
+    path = tmp_path / "p.json"
+    save_params(path, default_params())
+    ref = jaxsched.schedule(regions, MACHINE, seed=2, **FAST)
+    same = jaxsched.schedule(regions, MACHINE, seed=2, params=load_params(path), **FAST)
+    assert [r.order for r in ref] == [r.order for r in same]
+    save_params(path, _learned())
+    learned = jaxsched.schedule(regions, MACHINE, seed=2, params=load_params(path), **FAST)
+    for region, res in zip(regions, learned, strict=True):
+        rep = jaxsched.verify(region, MACHINE, res.cycles, order=res.order)
+        assert rep.length == res.length and rep.occupancy == res.occupancy
+    with pytest.raises(InputError, match="weight_kill"):
+        bad = default_params()._replace(weight_kill=np.zeros((2, F + 1), np.float32))
+        jaxsched.schedule(regions, MACHINE, params=bad, **FAST)
+
+
+def test_cli_schedule_params(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("JAXSCHED_CACHE_DIR", "off")
+    regions = generate_regions(3, 3, 9, 14)
+    rfile = tmp_path / "r.jsonl"
+    jaxsched.save_regions(regions, rfile)
+    pfile = tmp_path / "p.json"
+    save_params(pfile, _learned())
+    fast = ["--ants", "32", "--wavefront", "16", "--iterations", "3", "--quiet", "--json"]
+    assert main(["schedule", str(rfile), "--params", str(pfile), *fast]) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.strip()]
+    byname = {r.name: r for r in jaxsched.load_regions(rfile)}
+    for d in lines:
+        jaxsched.verify(byname[d["name"]], MACHINE, d["cycles"], order=d["order"])
+    pfile.write_text("{")
+    assert main(["schedule", str(rfile), "--params", str(pfile), *fast]) == 2
+    assert "not a JSON" in capsys.readouterr().err
