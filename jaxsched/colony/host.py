@@ -19,7 +19,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxsched.colony import sharding
 from jaxsched.colony.core import DONE, Solution, default_config, init, run, solution
+from jaxsched.colony.memory import DEFAULT_MEMORY_BUDGET, estimate_bytes, fit_ants
 from jaxsched.colony.params import NO_FILTERS, ColonyConfig, ColonyParams, default_params
 from jaxsched.colony.problem import (
     CHOOSABLE_STARTS,
@@ -33,9 +35,6 @@ from jaxsched.errors import InputError
 from jaxsched.machines.model import Machine, gfx906
 from jaxsched.problem.padded import PaddedShape, next_pow2, padded_shape
 from jaxsched.problem.region import Region
-
-#: Default device-memory budget of one colony call (bytes); larger batches are split.
-DEFAULT_MEMORY_BUDGET = 2 << 30
 
 _init_jit = jax.jit(init, static_argnames=("config",))
 _run_jit = jax.jit(run, static_argnames=("config",), donate_argnames=("state",))
@@ -51,12 +50,16 @@ class Options:
         `ColonyParams` fields); the bound-met skips always apply since they lose nothing.
       memory_budget: bytes one colony call may use (estimated from shapes); batches are split to
         fit, and ants are reduced (whole wavefronts) for a region that alone does not fit.
-      max_batch: most regions per call.
+      max_batch: most regions per device in one call.
       exact_budget: seconds of exact search (per pass) run first on regions of at most
         ``exact_max_size`` instructions; None: off. Regions proven optimal skip the colony;
         the others get the proven bounds and the exact schedule as a start.
       starts: the starting schedules the colony may start from (names of `CHOOSABLE_STARTS`);
         e.g. ``("input",)`` makes the colony improve the input order alone.
+      devices: None: one device (the default one); ``"all"`` or N: every device, or the first
+        N, of each process, through `jaxsched.colony.sharding` (results are the same). In a
+        multi-process run (after `jax.distributed.initialize`) every device is the default,
+        and every process calls `schedule` with its own regions.
     """
 
     filters: bool = True
@@ -65,6 +68,7 @@ class Options:
     exact_budget: float | None = None
     exact_max_size: int = 32
     starts: tuple[str, ...] = CHOOSABLE_STARTS
+    devices: int | str | None = None
 
 
 @dataclass
@@ -116,58 +120,23 @@ class Result:
         return cls(**kw)
 
 
-# ------------------------------------------------------------------------------ memory
-def estimate_bytes(
-    shape: PaddedShape, ants: int, batch: int = 1, pheromone_dtype: str = "float32"
-) -> int:
-    """Rough device bytes of one colony call (pheromone, per-ant state, results, temporaries).
-
-    Calibrated with XLA's memory analysis of compiled calls (N = 512..2048: the real use is
-    0.6-0.7x this estimate; the pheromone table and its in-loop copy dominate large regions).
-    """
-    N, K, R, F = shape.n + 1, shape.ready + 1, shape.regs + 1, shape.files
-    per_ant = 4 * (2 * K + 4 * N + 3 * R + 4 * F + 8) + R
-    per_ant += 4 * shape.ready * 8  # scoring temporaries over the ready slots
-    tau_bytes = 2 if pheromone_dtype == "float16" else 4
-    per_region = 3 * tau_bytes * N * N + ants * per_ant * 2
-    return batch * per_region
-
-
-def fit_ants(shape: PaddedShape, config: ColonyConfig, budget: int) -> ColonyConfig:
-    """The config for one region of ``shape`` within ``budget`` bytes: all wavefronts if they
-    fit, else fewer (halving), else a float16 pheromone table with as many as fit; a
-    `MemoryError` naming the need when not even one wavefront fits."""
-    for dtype in (config.pheromone_dtype, "float16"):
-        waves = config.wavefronts
-        while waves > 1 and estimate_bytes(shape, waves * config.wavefront_size, 1, dtype) > budget:
-            waves //= 2
-        if estimate_bytes(shape, waves * config.wavefront_size, 1, dtype) <= budget:
-            return dataclasses.replace(config, wavefronts=waves, pheromone_dtype=dtype)
-    need = estimate_bytes(shape, config.wavefront_size, 1, "float16")
-    raise MemoryError(
-        f"a region of {shape.n} instructions (padded) needs about {need / 2**20:.0f} MiB with one "
-        f"wavefront of {config.wavefront_size} ants, over the memory budget of "
-        f"{budget / 2**20:.0f} MiB; raise the memory budget or lower the wavefront size"
-    )
-
-
-def plan_batches(
+def group_regions(
     regions: Sequence[Region], machine: Machine, config: ColonyConfig, options: Options
-) -> list[tuple[list[int], PaddedShape, ColonyConfig]]:
-    """Batches of regions: grouped by instruction bucket and by the config that fits each
-    region alone (so a region's ants never depend on the other regions of the call), then
-    split to fit the memory budget (powers of two: few distinct batch shapes)."""
+) -> dict[tuple[int, ColonyConfig], tuple[list[int], PaddedShape]]:
+    """Regions grouped by instruction bucket and by the config that fits each region alone in
+    the memory budget (so a region's ants never depend on the other regions of the call):
+    (bucket, config) -> (region indices, a padded shape they all fit)."""
     groups: dict[tuple[int, ColonyConfig], list[int]] = {}
     shapes: dict[int, PaddedShape] = {}
     for i, r in enumerate(regions):
         shapes[i] = canonical_shape(padded_shape(r, machine))
         cfg = fit_ants(shapes[i], config, options.memory_budget)
         groups.setdefault((shapes[i].n, cfg), []).append(i)
-    plan = []
-    for (_, cfg), idxs in sorted(groups.items(), key=lambda g: (g[0][0], -g[0][1].ants)):
+    out = {}
+    for (n, cfg), idxs in groups.items():
         if cfg != config:
             warnings.warn(
-                f"regions of {shapes[idxs[0]].n} instructions (padded) run with {cfg.ants} ants "
+                f"regions of {n} instructions (padded) run with {cfg.ants} ants "
                 f"instead of {config.ants} and a {cfg.pheromone_dtype} pheromone table to fit "
                 f"the memory budget of {options.memory_budget >> 20} MiB",
                 stacklevel=3,
@@ -175,6 +144,21 @@ def plan_batches(
         shape = shapes[idxs[0]]
         for i in idxs[1:]:
             shape = shape.join(shapes[i])
+        out[n, cfg] = (idxs, shape)
+    return out
+
+
+def plan_batches(
+    regions: Sequence[Region], machine: Machine, config: ColonyConfig, options: Options
+) -> list[tuple[list[int], PaddedShape, ColonyConfig]]:
+    """Batches of regions on one device (`group_regions`, then split to fit the memory budget:
+    powers of two, so few distinct batch shapes)."""
+    return _split(group_regions(regions, machine, config, options), options)
+
+
+def _split(groups: dict, options: Options) -> list[tuple[list[int], PaddedShape, ColonyConfig]]:
+    plan = []
+    for (_, cfg), (idxs, shape) in sorted(groups.items(), key=lambda g: (g[0][0], -g[0][1].ants)):
         per_region = estimate_bytes(shape, cfg.ants, 1, cfg.pheromone_dtype)
         size = max(1, min(options.max_batch, options.memory_budget // per_region))
         size = 1 << (size.bit_length() - 1)
@@ -274,29 +258,66 @@ def to_result(region: Region, machine: Machine, sol: Solution, b: int, exact, se
     )
 
 
+class _LocalCalls:
+    """The device calls of `solve_batch` on the default device."""
+
+    adaptive = True
+
+    def __init__(self, config: ColonyConfig) -> None:
+        self.static = {"config": config}
+
+    def prepare(self, prob: ColonyProblem) -> ColonyProblem:
+        return prob
+
+    def init(self, prob: ColonyProblem, params: ColonyParams, key: jax.Array):
+        return COMPILED(_init_jit, self.static, prob, params, key)
+
+    def run(self, state, prob, params, steps: int):
+        state = COMPILED(_run_jit, self.static, state, prob, params, jnp.int32(steps))
+        return state, bool((np.asarray(state.phase) == DONE).all())
+
+    def solution(self, state, prob, params) -> Solution:
+        return jax.device_get(COMPILED(_solution_jit, {}, state, prob, params))
+
+
 def solve_batch(
     prob: ColonyProblem,
     params: ColonyParams,
     key: jax.Array,
     config: ColonyConfig,
     on_iteration: Callable[[int], None] | None = None,
+    placement: sharding.Placement | None = None,
 ) -> Solution:
     """`jaxsched.colony.solve` driven from the host in chunks of iterations (same result),
     so long batches report progress: ``on_iteration(iterations done)`` after each chunk.
-    Chunks double while a call takes under a second."""
-    state = COMPILED(_init_jit, {"config": config}, prob, params, key)
+    Chunks double while a call takes under a second (always, with several processes).
+
+    With a ``placement`` (`jaxsched.colony.sharding`), ``prob`` is this process's part of the
+    batch, spread over the placement's mesh, and the result is this process's part (every
+    process calls it). Returns a host (NumPy) `Solution`."""
+    calls = _LocalCalls(config) if placement is None else sharding.ShardedCalls(config, placement)
+    prob = calls.prepare(prob)
+    state = calls.init(prob, params, key)
     chunk, done = 1, 0
     while True:
         t0 = time.perf_counter()
-        state = COMPILED(_run_jit, {"config": config}, state, prob, params, jnp.int32(chunk))
-        finished = bool((np.asarray(state.phase) == DONE).all())
+        state, finished = calls.run(state, prob, params, chunk)
         done += chunk
         if on_iteration is not None:
             on_iteration(done)
         if finished or done > 2 * config.max_iterations + 2:
-            return COMPILED(_solution_jit, {}, state, prob, params)
-        if time.perf_counter() - t0 < 1.0:
+            return calls.solution(state, prob, params)
+        if not calls.adaptive or time.perf_counter() - t0 < 1.0:
             chunk = min(2 * chunk, 2 * config.max_iterations)
+
+
+def _plan(regions: list[Region], machine: Machine, config: ColonyConfig, options: Options) -> list:
+    """(region indices, shape, config, placement or None) per call."""
+    groups = group_regions(regions, machine, config, options)
+    if options.devices is None and jax.process_count() == 1:
+        return [(*batch, None) for batch in _split(groups, options)]
+    devices = sharding.select_devices("all" if options.devices is None else options.devices)
+    return sharding.plan_calls(groups, options, devices)
 
 
 def schedule(
@@ -314,13 +335,16 @@ def schedule(
     """Schedule regions with the two-pass colony; one `Result` per region, in input order.
 
     Args:
-      regions: a `Region` or an iterable of them.
+      regions: a `Region` or an iterable of them (in a multi-process run: this process's).
       machine: the target (default `gfx906`).
       seed: an int or a JAX key; the same seed gives a region the same result whatever else
-        is in the call (its stream is keyed by its content, `jaxsched.problem.fingerprint`).
+        is in the call and on however many devices (its stream is keyed by its content,
+        `jaxsched.problem.fingerprint`).
       config / params / options: `ColonyConfig`, `ColonyParams`, `Options`; keyword
-        ``overrides`` set their fields by name (``ants=1024`` sets whole wavefronts).
-      progress: called after each batch with (region indices, their results).
+        ``overrides`` set their fields by name (``ants=1024`` sets whole wavefronts,
+        ``devices="all"`` spreads the batches over every device).
+      progress: called after each batch with (region indices, their results); in a
+        multi-process run after every call on every process, possibly with none.
       on_iteration: called during a batch with (regions in the batch, iterations done).
     """
     regions = [regions] if isinstance(regions, Region) else list(regions)
@@ -331,18 +355,20 @@ def schedule(
     key = seed if isinstance(seed, jax.Array) else jax.random.key(int(seed))
     exact = _run_exact(regions, machine, options)
     results: list[Result | None] = [None] * len(regions)
-    for idxs, shape, cfg in plan_batches(regions, machine, config, options):
+    for idxs, shape, cfg, where in _plan(regions, machine, config, options):
         t0, c0 = time.perf_counter(), COMPILED.compile_seconds
         prob = problem(
-            [regions[i] for i in idxs],
+            [regions[i] for i in idxs] or [sharding.placeholder()],
             machine,
             shape=shape,
-            batch=next_pow2(len(idxs)),
+            batch=next_pow2(len(idxs)) if where is None else where.local_batch,
             starts=options.starts,
             exact=[exact.get(i) for i in idxs],
         )
+        if not idxs:
+            prob = prob._replace(real=jnp.zeros_like(prob.real))
         beat = None if on_iteration is None else partial(on_iteration, len(idxs))
-        sol = jax.device_get(solve_batch(prob, params, key, cfg, beat))
+        sol = solve_batch(prob, params, key, cfg, beat, where)
         compiled = COMPILED.compile_seconds - c0
         seconds = (compiled, time.perf_counter() - t0 - compiled)
         for b, i in enumerate(idxs):

@@ -14,6 +14,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from jaxsched.colony.antshard import ant_winner
 from jaxsched.colony.construct import (
     BIG,
     AntResults,
@@ -120,12 +121,6 @@ def ant_costs(
     return jnp.where(timed, cost_ilp, cost_rp)
 
 
-def _first_min(x: jnp.ndarray) -> jnp.ndarray:
-    """Index of the first minimum of a 1-D array (plain reductions only)."""
-    idx = jnp.arange(x.shape[0], dtype=jnp.int32)
-    return jnp.where(x == x.min(), idx, x.shape[0]).min()
-
-
 def step_inputs(
     ps: PassState, prep: Prepared, machine: MachineArrays, params: ColonyParams
 ) -> StepInputs:
@@ -182,10 +177,11 @@ def iterate(
             ps.timed, config.uniform_exploration_ilp, config.uniform_exploration_rp
         ),
         batch_axis=batch_axis,
+        ant_axis=config.ant_axis,
     )
     costs = ant_costs(res, machine, ps.timed, config.wavefront_size)
-    w = _first_min(costs)
-    w_cost, w_order, stalls = costs[w], res.order[w], res.stalls[w]
+    fields = (res.order, res.peak, res.stalls)
+    w_cost, (w_order, w_peak, stalls) = ant_winner(costs, fields, config.ant_axis)
     improved = w_cost < ps.best_cost
     budget = jnp.where(
         improved & (stalls < ps.stall_budget),
@@ -197,7 +193,7 @@ def iterate(
         tau=_deposit(ps, w_order, w_cost, params),
         best_order=jnp.where(improved, w_order, ps.best_order),
         best_cost=best_cost,
-        best_peak=jnp.where(improved, res.peak[w], ps.best_peak),
+        best_peak=jnp.where(improved, w_peak, ps.best_peak),
         best_stalls=jnp.where(improved, stalls, ps.best_stalls),
         stall_budget=budget,
         iteration=ps.iteration + 1,
