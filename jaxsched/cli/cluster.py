@@ -75,6 +75,7 @@ class Cluster:
 
         from jaxsched.distributed import initialize
 
+        _native_output_to_stderr()
         initialize(
             args.coordinator, args.num_processes, args.process_id, peer_timeout=args.peer_timeout
         )
@@ -104,15 +105,20 @@ class Cluster:
             return list(enumerate(load(files, None)))
         from jaxsched.distributed import owner
 
-        at = [-1]
+        seen, kept = [0], []
 
-        def keep(_: int) -> bool:
-            at[0] += 1
-            return owner(at[0], self.count) == self.index
+        def keep(_: int) -> bool:  # called once per region of the inputs, in order
+            k = seen[0]
+            seen[0] += 1
+            if owner(k, self.count) == self.index:
+                kept.append(k)
+                return True
+            return False
 
         mine, error = [], None
         try:
-            mine = [(at[0], r) for r in load(files, keep)]
+            regions = load(files, keep)
+            mine = list(zip(kept, regions, strict=True))
         except (InputError, OSError) as e:
             if not is_user_error(e):
                 raise
@@ -148,3 +154,12 @@ class Cluster:
             os._exit(EXIT_LOST)
 
         return PeerWatch(timeout, lost)
+
+
+def _native_output_to_stderr() -> None:
+    """Send what native libraries print on file descriptor 1 (gloo's connection lines) to
+    stderr, keeping Python's ``sys.stdout`` (the results, ``--json``) on the real stdout."""
+    sys.stdout.flush()
+    real = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = os.fdopen(real, "w", buffering=1, encoding=sys.stdout.encoding or "utf-8")

@@ -1,0 +1,111 @@
+"""Multi-device cases, run in a separate process by tests/test_sharding.py.
+
+``python tests/sharding_cases.py CASE...`` (8 forced CPU devices: ``XLA_FLAGS`` below)
+prints one JSON object: per case, whether each device count gave the single-device results and
+how many compilations it took. Every colony schedule is checked by the verifier here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
+
+import jax
+import numpy as np
+from conftest import shuffled
+
+import jaxsched
+from jaxsched.compilation import COMPILED
+from jaxsched.machines.model import gfx906
+from jaxsched.makespan import SM, estimate
+from jaxsched.problem.generate import generate_regions
+
+MACHINE = gfx906()
+#: 4 wavefronts (so one region's ants split over up to 4 devices), few iterations; starting
+#: from the input order of shuffled regions, both passes run on most regions.
+SETTINGS = dict(seed=7, ants=256, max_iterations=6, starts=("input",))
+TIMING = ("compile_seconds", "run_seconds")
+
+
+def corpus(count: int, lo: int = 17, hi: int = 32) -> list:
+    """``count`` shuffled generated regions of ``lo..hi`` instructions (one bucket by default)."""
+    rng = np.random.default_rng(1)
+    regs = [r for r in generate_regions(5, 4 * count, lo, hi) if lo <= len(r) <= hi]
+    return [shuffled(r, rng) for r in regs[:count]]
+
+
+def run(regions, **kw) -> tuple[list[dict], dict]:
+    """(records without timings, {"compilations", "calls"}) of one `schedule`, verified."""
+    calls, c0 = [], COMPILED.compilations
+    out = jaxsched.schedule(
+        regions, MACHINE, progress=lambda idxs, res: calls.append(len(idxs)), **SETTINGS, **kw
+    )
+    for region, res in zip(regions, out, strict=True):
+        jaxsched.verify(region, MACHINE, res.cycles, order=res.order)
+    recs = [{k: v for k, v in r.to_dict().items() if k not in TIMING} for r in out]
+    return recs, {"compilations": COMPILED.compilations - c0, "calls": calls}
+
+
+def regions_case(devices: list, count: int, **kw) -> dict:
+    """One bucket of ``count`` regions on each device count against one device."""
+    regions = corpus(count)
+    ref, _ = run(regions)
+    out = {"iterations": sum(sum(r["iterations"]) for r in ref)}
+    for d in devices:
+        recs, stats = run(regions, devices=d, **kw)
+        out[str(d)] = {"same": recs == ref, **stats}
+    return out
+
+
+def buckets_case(devices: int) -> dict:
+    """Two buckets, several calls each: compilations per bucket."""
+    regions = corpus(6, 9, 16) + corpus(6)
+    ref, _ = run(regions)
+    recs, stats = run(regions, devices=devices, max_batch=1)
+    return {"same": recs == ref, **stats}
+
+
+def ants_case(devices: list) -> dict:
+    """One region's ants split over devices against one device."""
+    region = max(corpus(4), key=len)
+    ref, _ = run([region])
+    out = {"iterations": sum(ref[0]["iterations"])}
+    for d in devices:
+        recs, stats = run([region], devices=d)
+        out[str(d)] = {"same": recs == ref, **stats}
+    return out
+
+
+def anneal_case(devices: list) -> dict:
+    """Annealing chains split over devices against one device."""
+    sm = SM(schedulers=2, capacity={"L": 1, "C": 4, "S": 0.5, "D": 1})
+
+    def one(d):
+        c0 = COMPILED.compilations
+        r = estimate("LLCCSDLCCS", 6, sm, seed=5, chains=64, iterations=200, devices=d)
+        key = [r.makespan, r.warp_string.tolist(), r.chain_best.tolist(), r.history.tolist()]
+        return key, COMPILED.compilations - c0
+
+    ref, _ = one(None)
+    out = {}
+    for d in devices:
+        key, compiled = one(d)
+        out[str(d)] = {"same": key == ref, "compilations": compiled}
+    return out
+
+
+CASES = {
+    "regions8": lambda: regions_case([8], 16, max_batch=1),
+    "regions2": lambda: regions_case([2], 16),
+    "buckets": lambda: buckets_case(4),
+    "ants": lambda: ants_case([8]),
+    "ants2": lambda: ants_case([2]),
+    "anneal": lambda: anneal_case([2, 8]),
+}
+
+if __name__ == "__main__":
+    assert len(jax.devices()) == 8, jax.devices()
+    print(json.dumps({name: CASES[name]() for name in sys.argv[1:]}))
