@@ -26,6 +26,9 @@ import pytest
 TIMEOUT = 420
 #: 16 generated regions of one bucket; the ILP pass runs on several (no filters).
 SETTINGS = ["--ants", "128", "--iterations", "6", "--no-filters", "--seed", "1", "--quiet"]
+#: Batches (results do not depend on them): 8 regions per call on one device, 2 per device on
+#: 4 devices; a resumed run with 8 regions left then reuses the single-process executables.
+ONE, TWO = ["--max-batch", "8"], ["--max-batch", "2"]
 
 
 @pytest.fixture(scope="module")
@@ -98,14 +101,14 @@ def records(path: Path) -> list[dict]:
 def reference(work: Path) -> list[dict]:
     """The single-process results."""
     ref = work / "ref.jsonl"
-    res = cli(work, ["schedule", str(work / "regions.jsonl"), *SETTINGS, "--out", str(ref)])
+    res = cli(work, ["schedule", str(work / "regions.jsonl"), *SETTINGS, *ONE, "--out", str(ref)])
     assert res.returncode == 0, res.stderr[-2000:]
     return records(ref)
 
 
 def test_two_processes_equal_one(work, reference):
     out = work / "two.jsonl"
-    args = [str(work / "regions.jsonl"), *SETTINGS, "--out", str(out), "--max-batch", "2"]
+    args = [str(work / "regions.jsonl"), *SETTINGS, *TWO, "--out", str(out)]
     (rc0, _, err0), (rc1, stdout1, err1) = finish(start_two(work, args, 30))
     assert (rc0, rc1) == (0, 0), err0[-2000:] + err1[-2000:]
     recs = records(out)
@@ -132,12 +135,12 @@ def test_a_lost_process_stops_the_run_and_resume_completes_it(work, reference):
     out = work / "killed.jsonl"
     journal = work / "killed.jsonl.partial"
     args = [str(work / "regions.jsonl"), *SETTINGS, "--out", str(out)]
-    procs = start_two(work, [*args, "--max-batch", "1"], 5)
+    procs = start_two(work, [*args, *TWO], 5)
     deadline = time.monotonic() + TIMEOUT
     while not (journal.exists() and len(journal.read_text().splitlines()) >= 2):
         assert time.monotonic() < deadline and procs[0].poll() is None, "no record journaled"
         time.sleep(0.05)
-    procs[1].send_signal(signal.SIGKILL)  # after the first call: three calls are left
+    procs[1].send_signal(signal.SIGKILL)  # after the first call: one call is left
     t0 = time.monotonic()
     (rc0, _, err0), _ = finish(procs, timeout=120)
     assert rc0 == 3, err0[-2000:]
@@ -149,7 +152,7 @@ def test_a_lost_process_stops_the_run_and_resume_completes_it(work, reference):
     assert 0 < done < 16
 
     # One process, one device (progress shown: it says how many regions were kept).
-    res = cli(work, ["schedule", *[a for a in args if a != "--quiet"], "--resume"])
+    res = cli(work, ["schedule", *[a for a in args if a != "--quiet"], *ONE, "--resume"])
     assert res.returncode == 0, res.stderr[-2000:]
     assert f"resuming, {done} of 16 regions already done" in res.stderr
     recs = records(out)
