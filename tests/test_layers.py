@@ -33,6 +33,7 @@ LOWER = (
     "jaxsched.files",
     "jaxsched.errors",
     "jaxsched.compilation",
+    "jaxsched.distributed",
     "jaxsched.verify",
 )
 #: Packages a front end must not import: the package root, solvers and the CLI wire them.
