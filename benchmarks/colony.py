@@ -104,6 +104,7 @@ def make_instance(n: int, seed: int, machine: Machine, params: ColonyParams) -> 
         tau=tau,
         q0=jnp.float32(max(0.0, 1.0 - float(params.explore_scale) / n)),
         rp_limit=limit,
+        soft_limit=limit,
         stall_budget=jnp.float32(max(1, math.floor(1.2 * (cp + 1)) - n)),
         timed=jnp.bool_(False),
         key=construct.static_key(prep, params, jnp.bool_(False)),

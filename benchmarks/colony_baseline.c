@@ -47,6 +47,7 @@ typedef struct {
     const float *tau;            /* [N + 1, N + 1] */
     float q0, stall_budget;
     const int32_t *rp_limit;     /* [F]: largest RP per file within the RP cost target */
+    const int32_t *soft_limit;   /* [F]: RP per file candidates are steered below */
     /* Parameters. */
     float weight_cp, weight_successors, weight_last_use, rp_damping, overflow_damping;
     float score_floor;
@@ -64,6 +65,12 @@ static inline uint32_t hash32(uint32_t x) {
 static inline float uniform01(uint32_t seed, int32_t step) {
     uint32_t bits = hash32(seed + (uint32_t)step * 0x9E3779B9u);
     return (float)(bits >> 8) * (1.0f / (float)(1 << 24));
+}
+
+/* (G - 2w) / G, at least 1 / G (monotone; see construct._stall_damping). */
+static inline float stall_damping(float w, float g) {
+    float d = (g - 2.0f * w) / g;
+    return d > 1.0f / g ? d : 1.0f / g;
 }
 
 static int over_limit(const Problem *p, const int32_t *rp) {
@@ -156,24 +163,29 @@ static int32_t construct_one(const Problem *p, Scratch *s, uint32_t seed, uint32
         if (cyc != cycle) iss = 0;
         /* Register effect of each candidate: raises RP? would break the RP limit? */
         int32_t max_kill = 0;
-        int calm_exists = 0, safe_exists = 0;
+        int calm_exists = 0, safe_exists = 0, safe_ready = 0;
         for (int32_t k = 0; k < count; ++k) {
             const int32_t *kd = s->ready_def + (size_t)k * F, *kk = s->ready_kill + (size_t)k * F;
             const int32_t semi = s->ready_e[k] > cyc;
             const int32_t kill = sum_f(kk, F);
             int over = 0;
             for (int f = 0; f < F; ++f)
-                if (s->live_w[f] + kd[f] - kk[f] + p->live_through[f] > p->rp_limit[f]) over = 1;
+                if (s->live_w[f] + kd[f] - kk[f] + p->live_through[f] > p->soft_limit[f]) over = 1;
             s->semi[k] = (uint8_t)(semi | (over << 1) | ((sum_f(kd, F) > kill) << 2));
-            s->eligible[k] = (uint8_t)(!semi || may_stall);
+            if (!semi && !over) safe_ready = 1;
             if (kill > max_kill) max_kill = kill;
+        }
+        /* Semi-ready candidates: eligible where stalls are allowed, and wherever no ready
+           candidate stays within the soft limit (waiting beats dying). */
+        for (int32_t k = 0; k < count; ++k) {
+            s->eligible[k] = (uint8_t)(!(s->semi[k] & 1) || may_stall || !safe_ready);
             if (s->eligible[k] && !(s->semi[k] & 4)) calm_exists = 1;
-            if (s->eligible[k] && !over) safe_exists = 1;
+            if (s->eligible[k] && !(s->semi[k] & 2)) safe_exists = 1;
         }
         const float luc_den = max_kill > 1 ? (float)max_kill : 1.0f;
         const float *tau_row = p->tau + (size_t)last * (N + 1);
         const float taken = (float)stalls;
-        const float damp_taken = taken < g ? (g - 2.0f * taken) / g : 1.0f / g;
+        const float damp_taken = stall_damping(taken, g);
         float total = 0.0f, best = -1.0f;
         int32_t pick_best = K, last_eligible = 0;
         for (int32_t k = 0; k < count; ++k) {
@@ -187,7 +199,7 @@ static int32_t construct_one(const Problem *p, Scratch *s, uint32_t seed, uint32
                 if (safe_exists && (flags & 2)) score *= p->overflow_damping;
                 if (flags & 1) {
                     float wait = (float)(s->ready_e[k] - cyc);
-                    float damp_wait = wait < g ? (g - 2.0f * wait) / g : 1.0f / g;
+                    float damp_wait = stall_damping(wait, g);
                     score = score * damp_wait * damp_taken;
                 }
                 if (score < p->score_floor) score = p->score_floor;

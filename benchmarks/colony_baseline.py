@@ -59,6 +59,7 @@ class _Problem(ctypes.Structure):
         ("q0", ctypes.c_float),
         ("stall_budget", ctypes.c_float),
         ("rp_limit", _i32p),
+        ("soft_limit", _i32p),
         ("weight_cp", ctypes.c_float),
         ("weight_successors", ctypes.c_float),
         ("weight_last_use", ctypes.c_float),
@@ -141,6 +142,7 @@ class CBaseline:
             init_kill=i32(prep.init_kill),
             tau=f32(inp.tau),
             rp_limit=i32(inp.rp_limit),
+            soft_limit=i32(inp.soft_limit),
         )
         N = keep["succ"].shape[0] - 1
         F = keep["live_through"].shape[0]

@@ -142,6 +142,7 @@ def _inputs(prep, params, *, timed, q0, stall_budget, rp_limit=(999, 999)):
         tau=jnp.ones((N + 1, N + 1)),
         q0=jnp.float32(q0),
         rp_limit=jnp.asarray(rp_limit, jnp.int32),
+        soft_limit=jnp.asarray(rp_limit, jnp.int32),
         stall_budget=jnp.float32(stall_budget),
         timed=jnp.bool_(timed),
         key=construct.static_key(prep, params, jnp.bool_(timed)),

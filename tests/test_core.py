@@ -186,6 +186,7 @@ def test_ant_above_the_table_is_alive_when_the_target_allows_it():
         tau=jnp.ones((N + 1, N + 1)),
         q0=jnp.float32(0.5),
         rp_limit=limit,
+        soft_limit=limit,
         stall_budget=jnp.float32(1.0),
         timed=jnp.bool_(True),
         key=construct.static_key(prep, params, jnp.bool_(True)),

@@ -44,6 +44,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--wavefront", type=int, default=None, help="ants per wavefront (default 64)")
     p.add_argument("--iterations", type=int, default=None, help="iteration cap per pass")
     p.add_argument(
+        "--effort",
+        type=int_in(0, 3),
+        default=None,
+        help="0 (default) .. 3: each level runs 4x the ants, twice the patience and twice the "
+        "iteration cap (better schedules where the bounds are not met, at that cost)",
+    )
+    p.add_argument(
         "--memory-budget",
         type=int_in(16, 1 << 22),
         default=None,
@@ -137,6 +144,7 @@ def _overrides(args: argparse.Namespace) -> dict:
     """`jaxsched.schedule` keyword overrides from the options."""
     pairs = {
         "ants": args.ants,
+        "effort": args.effort,
         "wavefront_size": args.wavefront,
         "max_iterations": args.iterations,
         "filters": False if args.no_filters else None,

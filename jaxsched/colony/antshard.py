@@ -6,11 +6,13 @@ The construction and the iteration call these two hooks with ``ColonyConfig.ant_
   drawn as on one device and sliced, so ant ``a`` builds the same schedule wherever it runs;
 * `ant_winner`: the iteration winner (the first ant of least cost) over the ants of every
   device: a ``pmin`` of the cost, a ``pmin`` of the global index among the devices that reach
-  it, and a ``psum`` that broadcasts the winner's fields (exact for integers).
+  it, and a ``psum`` that broadcasts the winner's fields (exact for integers);
+* `ant_total`: a count over the ants of every device.
 
-With ``axis=None`` both are the single-device operations. Every device of the axis then holds
-the same winner, so the pheromone update and the global best stay replicated without further
-communication.
+With ``axis=None`` they are the single-device operations. Every device of the axis then holds
+the same winner and totals, so the pheromone update and the global best stay replicated
+without further communication. Any other reduction over the ants of an iteration must go
+through a helper here, or the devices of a split region would disagree.
 """
 
 from __future__ import annotations
@@ -58,3 +60,10 @@ def ant_winner(
     chosen = lax.pmin(jnp.where(cost == best, index, big), axis)
     mine = index == chosen
     return best, tuple(lax.psum(jnp.where(mine, r, jnp.zeros_like(r)), axis) for r in rows)
+
+
+def ant_total(mask: jnp.ndarray, axis: str | None) -> jnp.ndarray:
+    """int32[]: how many of the ants (this device's ``mask`` bool[A_local]) hold, over all
+    devices of ``axis``."""
+    total = mask.sum(dtype=jnp.int32)
+    return total if axis is None else lax.psum(total, axis)

@@ -193,7 +193,10 @@ class StepInputs(NamedTuple):
 
     tau: jnp.ndarray  # f32|f16[N + 1, N + 1]: pheromone; row N = start, column N = dummy
     q0: jnp.ndarray  # f32[]: exploitation probability
-    rp_limit: jnp.ndarray  # int32[F]: largest RP per file within the RP cost target
+    rp_limit: jnp.ndarray  # int32[F]: largest RP per file within the RP cost target (an ant
+    #                        above it is dead)
+    soft_limit: jnp.ndarray  # int32[F]: the RP per file candidates are steered below (at most
+    #                          rp_limit; lower after iterations in which every ant died)
     stall_budget: jnp.ndarray  # f32[]: G, the stall count of the best schedule so far (>= 1)
     timed: jnp.ndarray  # bool[]: ILP pass (latencies, stalls) vs RP pass
     key: jnp.ndarray  # f32[N + 1]: static heuristic key (`static_key` of this pass)
@@ -283,13 +286,19 @@ class Candidates(NamedTuple):
     eligible: jnp.ndarray  # bool[w, A]: may be chosen now
     semi: jnp.ndarray  # bool[w, A]: semi-ready (choosing it means waiting)
     wait: jnp.ndarray  # f32[w, A]: cycles to wait for it (<= 0 when ready)
+    over: jnp.ndarray  # bool[w, A]: issuing it would put the RP above the soft limit
+    raises: jnp.ndarray  # bool[w, A]: issuing it raises the RP (defines more than it kills)
     cycle: jnp.ndarray  # int32[A]: the ant's cycle (after a necessary stall)
     issued: jnp.ndarray  # int32[A]: instructions already issued in ``cycle``
 
 
-def _candidates(w: int, st: AntsState, seeds: AntSeeds) -> Candidates:
-    """Ready vs semi-ready in the first ``w`` slots; with nothing ready the ant stalls to the
-    first earliest cycle (a necessary stall)."""
+def _candidates(
+    w: int, st: AntsState, prep: Prepared, inp: StepInputs, seeds: AntSeeds
+) -> Candidates:
+    """Ready vs semi-ready in the first ``w`` slots (with nothing ready the ant stalls to the
+    first earliest cycle: a necessary stall), and their register effect. A semi-ready
+    candidate is eligible in the wavefronts allowed optional stalls, and in every wavefront
+    when no ready candidate stays within the soft RP limit (waiting beats dying)."""
     slots = jnp.arange(w, dtype=jnp.int32)[:, None]
     valid = slots < st.ready.count[None, :]
     e = st.ready.e[:w]
@@ -300,8 +309,15 @@ def _candidates(w: int, st: AntsState, seeds: AntSeeds) -> Candidates:
     issued = jnp.where(cycle != st.cycle, 0, st.issued)
     ready = valid & (e <= cycle)
     semi = valid & ~ready
-    eligible = ready | (semi & seeds.may_stall)
-    return Candidates(eligible, semi, (e - cycle).astype(jnp.float32), cycle, issued)
+    kill = st.ready.kill[:, :w]  # [F, w, A]
+    born = st.ready.born[:, :w]
+    after = st.live_w[:, None, :] + born - kill + prep.live_through[:, None, None]
+    over = (after > inp.soft_limit[:, None, None]).any(axis=0)
+    safe_ready = (ready & ~over).any(axis=0)
+    eligible = ready | (semi & (seeds.may_stall | ~safe_ready))
+    raises = born.sum(axis=0) > kill.sum(axis=0)
+    wait = (e - cycle).astype(jnp.float32)
+    return Candidates(eligible, semi, wait, over, raises, cycle, issued)
 
 
 def _scores(
@@ -310,10 +326,7 @@ def _scores(
     """f32[w, A]: score of each eligible slot (0 elsewhere), as in the spec:
     ``tau[last, j] * (1 + key[j])``, damped for RP increase, RP-target overflow and stalls."""
     kill = st.ready.kill[:, :w]  # [F, w, A]
-    born = st.ready.born[:, :w]
-    after = st.live_w[:, None, :] + born - kill + prep.live_through[:, None, None]
-    over = (after > inp.rp_limit[:, None, None]).any(axis=0)  # would break the RP target
-    raises = born.sum(axis=0) > kill.sum(axis=0)
+    over, raises = c.over, c.raises
 
     wl = jnp.where(inp.timed, params.weight_last_use, params.weight_last_use_rp)
     ws = params.weight_cp + params.weight_successors
@@ -327,10 +340,17 @@ def _scores(
     score = jnp.where(over & safe_exists, score * params.overflow_damping, score)
     g = inp.stall_budget
     taken = st.stalls.astype(jnp.float32)
-    damp_wait = jnp.where(c.wait < g, (g - 2 * c.wait) / g, 1.0 / g)
-    damp_taken = jnp.where(taken < g, (g - 2 * taken) / g, 1.0 / g)
+    damp_wait = _stall_damping(c.wait, g)
+    damp_taken = _stall_damping(taken, g)
     score = jnp.where(c.semi, score * damp_wait * damp_taken, score)
     return jnp.where(c.eligible, jnp.maximum(score, params.score_floor), 0.0)
+
+
+def _stall_damping(stalls: jnp.ndarray, g: jnp.ndarray) -> jnp.ndarray:
+    """Score factor for waiting ``stalls`` cycles against the stall budget G: the spec's
+    ``(G - 2w) / G`` below G and ``1 / G`` from G on, kept at least ``1 / G`` (the spec's
+    linear part turns negative for G/2 < w < G, which floored such waits below longer ones)."""
+    return jnp.maximum((g - 2 * stalls) / g, 1.0 / g)
 
 
 def _pick(
@@ -370,7 +390,7 @@ def _decide(
     """Pick a ready slot per ant, looking at the first ``w`` slots only (every ant's candidates
     are there). Returns (slot int32[A], K for finished ants; cycle int32[A]; issued int32[A])."""
     K = st.ready.ids.shape[0] - 1
-    c = _candidates(w, st, seeds)
+    c = _candidates(w, st, prep, inp, seeds)
     score = _scores(w, st, c, prep, inp, params)
     pick = _pick(score, c.eligible, t, inp.q0, seeds)
     return jnp.where(st.ready.count > 0, pick, K), c.cycle, c.issued

@@ -30,13 +30,22 @@ from jaxsched.colony.construct import BIG
 from jaxsched.colony.iteration import PassState, iterate, running, start_pass
 from jaxsched.colony.params import ColonyConfig, ColonyParams, no_improvement_limit
 from jaxsched.colony.problem import STARTS, ColonyProblem
-from jaxsched.heuristics.list_scheduler import stall_schedule
-from jaxsched.machines.model import occupancy_jax, rp_cost_jax
+from jaxsched.heuristics.list_scheduler import stall_schedule, target_schedule
+from jaxsched.machines.model import occupancy_jax, rp_cost_jax, rp_limits
 
 #: Candidate indices (see `SOURCES`): the starts, then the colony's two passes.
-EXACT, COLONY_RP, COLONY = STARTS.index("exact"), len(STARTS), len(STARTS) + 1
+LIST_TARGET, EXACT = STARTS.index("list-target"), STARTS.index("exact")
+COLONY_RP, COLONY = len(STARTS), len(STARTS) + 1
 #: `ColonyState.phase` values.
 RP_PASS, ILP_PASS, DONE = 0, 1, 2
+
+
+class Schedule(NamedTuple):
+    """A schedule of one region (add leading axes for several)."""
+
+    order: jnp.ndarray  # int32[N]: issue order, sentinel N after n
+    peak: jnp.ndarray  # int32[F]: peak RP per file
+    length: jnp.ndarray  # int32[]: its length issued in order (forced stalls only)
 
 
 class PassSummary(NamedTuple):
@@ -49,6 +58,7 @@ class PassSummary(NamedTuple):
     iterations: jnp.ndarray  # int32[]
     history_best: jnp.ndarray  # int32[I]
     history_winner: jnp.ndarray  # int32[I]
+    history_alive: jnp.ndarray  # int32[I]
 
 
 class ColonyState(NamedTuple):
@@ -58,6 +68,8 @@ class ColonyState(NamedTuple):
     key: jax.Array  # key[B]: the region's key, fold_in(caller's key, fingerprint)
     current: PassState  # [B, ...]: the current (or last) pass
     rp: PassSummary  # [B, ...]: the RP pass, once finished
+    retarget: Schedule  # [B, ...]: the "list-target" start, recomputed at the RP pass's cost
+    #                     when the ILP pass starts
     start: jnp.ndarray  # int32[B, 2]: candidate each pass started from (index into SOURCES)
     start_length: jnp.ndarray  # int32[B]: length of the ILP pass's start
     length_lower_bound: jnp.ndarray  # int32[B]: possibly tightened by the exact search
@@ -76,6 +88,7 @@ class Solution(NamedTuple):
     iterations: jnp.ndarray  # int32[B, 2]: colony iterations of the RP and ILP pass
     history_best: jnp.ndarray  # int32[B, 2, I]: best cost after each iteration, per pass
     history_winner: jnp.ndarray  # int32[B, 2, I]: iteration winner's cost (BIG: none valid)
+    history_alive: jnp.ndarray  # int32[B, 2, I]: ants that met the pass's RP limit
     rp_lower_bound: jnp.ndarray  # int32[B]
     length_lower_bound: jnp.ndarray  # int32[B]
     heuristic_length: jnp.ndarray  # int32[B]: the best list/input start by (RP cost, length)
@@ -123,6 +136,24 @@ def _start_costs(p: ColonyProblem) -> jnp.ndarray:
     return rp_cost_jax(p.start_peak, p.machine.lut, p.machine.target_occupancy)
 
 
+def _starts(p: ColonyProblem, s: ColonyState) -> Schedule:
+    """The starts of one region ([S] leading axis), "list-target" as recomputed."""
+    return Schedule(
+        order=p.start_order.at[LIST_TARGET].set(s.retarget.order),
+        peak=p.start_peak.at[LIST_TARGET].set(s.retarget.peak),
+        length=p.start_length.at[LIST_TARGET].set(s.retarget.length),
+    )
+
+
+def _retarget(p: ColonyProblem, cost: jnp.ndarray, feasible: jnp.ndarray) -> Schedule:
+    """The list schedule under the per-file RP limits of RP cost ``cost``
+    (`target_schedule`, ``feasible`` an order meeting them)."""
+    lut, iw, target = p.machine.lut, p.machine.issue_width, p.machine.target_occupancy
+    ls = target_schedule(p.dev, lut, rp_limits(lut, target, cost), target, feasible, iw)
+    _, length = stall_schedule(p.dev, ls.order, iw)
+    return Schedule(ls.order, ls.peak, length)
+
+
 def _init_region(p: ColonyProblem, key: jax.Array, params: ColonyParams, config: ColonyConfig):
     """One region's state: the RP pass from the best allowed start by (RP cost, length)."""
     cost = _start_costs(p)
@@ -137,21 +168,22 @@ def _init_region(p: ColonyProblem, key: jax.Array, params: ColonyParams, config:
         stall_budget=jnp.float32(1.0),
         lower_bound=p.rp_lower_bound,
         rp_target=jnp.int32(BIG),
-        patience=no_improvement_limit(p.prep.n),
+        patience=no_improvement_limit(p.prep.n, params.patience_scale),
         key=jax.random.fold_in(key, 1),
         params=params,
         config=config,
     )
     # Until the RP pass ends its summary is no candidate (cost and length BIG).
     big = jnp.int32(BIG)
-    summary = PassSummary(
-        rp.best_order, big, rp.best_peak, big, jnp.int32(0), rp.history_best, rp.history_winner
-    )
+    summary = PassSummary(rp.best_order, big, rp.best_peak, big, jnp.int32(0), *rp[-3:])
     return ColonyState(
         phase=jnp.int32(RP_PASS),
         key=key,
         current=rp,
         rp=summary,
+        retarget=Schedule(
+            p.start_order[LIST_TARGET], p.start_peak[LIST_TARGET], p.start_length[LIST_TARGET]
+        ),
         start=jnp.stack([s1, s1]),
         start_length=p.start_length[s1],
         length_lower_bound=p.length_lower_bound,
@@ -163,9 +195,13 @@ def _start_ilp(p: ColonyProblem, s: ColonyState, params: ColonyParams, config: C
     pass's cost, with the stall budget ``G = min(start stalls, floor(1.2 max(LB, CP+1)) - n)``."""
     done = s.current
     target = done.best_cost
+    s = s._replace(retarget=_retarget(p, target, done.best_order))
+    starts = _starts(p, s)
     _, rp_len = stall_schedule(p.dev, done.best_order, p.machine.issue_width)
-    cost = jnp.concatenate([_start_costs(p), target[None]])
-    length = jnp.concatenate([p.start_length, rp_len[None]])
+    orders = jnp.concatenate([starts.order, done.best_order[None]])
+    peaks = jnp.concatenate([starts.peak, done.best_peak[None]])
+    length = jnp.concatenate([starts.length, rp_len[None]])
+    cost = rp_cost_jax(peaks, p.machine.lut, p.machine.target_occupancy)
     ok = jnp.concatenate([p.start_allowed, jnp.array([True])]) & (cost <= target)
     s2 = _lex_argmin(length, jnp.zeros_like(length), ok)
     s2_len = length[s2]
@@ -176,30 +212,25 @@ def _start_ilp(p: ColonyProblem, s: ColonyState, params: ColonyParams, config: C
     n, iw = p.prep.n, p.machine.issue_width
     ideal = (n + iw - 1) // iw
     g = jnp.floor(params.stall_budget_factor * jnp.maximum(len_lb, p.critical_path + 1)) - n
-    skip = ~p.real | p.proven | (s2_len <= len_lb) | (s2_len - len_lb <= params.cycle_threshold)
+    close = jnp.minimum(params.cycle_threshold, params.cycle_threshold_fraction * len_lb)
+    skip = ~p.real | p.proven | (s2_len <= len_lb) | (s2_len - len_lb <= close)
     ilp = start_pass(
         timed=True,
         skip=skip,
-        order=jnp.concatenate([p.start_order, done.best_order[None]])[s2],
+        order=orders[s2],
         cost=s2_len,
-        peak=jnp.concatenate([p.start_peak, done.best_peak[None]])[s2],
+        peak=peaks[s2],
         stalls=jnp.maximum(s2_len - ideal, 0),
         stall_budget=jnp.minimum(s2_len - ideal, g).astype(jnp.float32),
         lower_bound=len_lb,
         rp_target=target,
-        patience=no_improvement_limit(n),
+        patience=no_improvement_limit(n, params.patience_scale),
         key=jax.random.fold_in(s.key, 2),
         params=params,
         config=config,
     )
     summary = PassSummary(
-        done.best_order,
-        target,
-        done.best_peak,
-        rp_len,
-        done.iteration,
-        done.history_best,
-        done.history_winner,
+        done.best_order, target, done.best_peak, rp_len, done.iteration, *done[-3:]
     )
     return s._replace(
         phase=jnp.int32(ILP_PASS),
@@ -290,11 +321,11 @@ def run(
 def _candidates(s: ColonyState, p: ColonyProblem):
     """(orders int32[C, N], peaks int32[C, F], lengths int32[C]) of the candidates: the starts,
     the RP pass's best and the ILP pass's best (C = len(SOURCES))."""
-    ilp = s.current
+    ilp, starts = s.current, _starts(p, s)
     _, ilp_len = stall_schedule(p.dev, ilp.best_order, p.machine.issue_width)
-    orders = jnp.concatenate([p.start_order, s.rp.order[None], ilp.best_order[None]])
-    peaks = jnp.concatenate([p.start_peak, s.rp.peak[None], ilp.best_peak[None]])
-    lengths = jnp.concatenate([p.start_length, s.rp.length[None], ilp_len[None]])
+    orders = jnp.concatenate([starts.order, s.rp.order[None], ilp.best_order[None]])
+    peaks = jnp.concatenate([starts.peak, s.rp.peak[None], ilp.best_peak[None]])
+    lengths = jnp.concatenate([starts.length, s.rp.length[None], ilp_len[None]])
     return orders, peaks, lengths
 
 
@@ -340,6 +371,7 @@ def _solution_region(p: ColonyProblem, s: ColonyState, params: ColonyParams) -> 
         iterations=jnp.stack([s.rp.iterations, jnp.where(s.phase == DONE, ilp.iteration, 0)]),
         history_best=jnp.stack([s.rp.history_best, ilp.history_best]),
         history_winner=jnp.stack([s.rp.history_winner, ilp.history_winner]),
+        history_alive=jnp.stack([s.rp.history_alive, ilp.history_alive]),
         rp_lower_bound=p.rp_lower_bound,
         length_lower_bound=s.length_lower_bound,
         heuristic_length=lengths[heur],

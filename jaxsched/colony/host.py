@@ -22,7 +22,13 @@ import numpy as np
 from jaxsched.colony import sharding
 from jaxsched.colony.core import DONE, Solution, default_config, init, run, solution
 from jaxsched.colony.memory import DEFAULT_MEMORY_BUDGET, estimate_bytes, fit_ants
-from jaxsched.colony.params import NO_FILTERS, ColonyConfig, ColonyParams, default_params
+from jaxsched.colony.params import (
+    NO_FILTERS,
+    ColonyConfig,
+    ColonyParams,
+    default_params,
+    effort_settings,
+)
 from jaxsched.colony.problem import (
     CHOOSABLE_STARTS,
     SOURCES,
@@ -187,16 +193,21 @@ def split_overrides(
     options: Options | None,
 ) -> tuple[ColonyConfig, ColonyParams, Options]:
     """Route keyword overrides to the config, the parameters or the options by field name
-    (``ants`` sets whole wavefronts; ``filters=False`` sets the filter parameters off)."""
+    (``ants`` sets whole wavefronts; ``filters=False`` sets the filter parameters off;
+    ``effort=k`` applies `effort_settings` first, so explicit overrides win)."""
     config = config or default_config()
     params = params if params is not None else default_params()
     options = options or Options()
     cfg_fields = {f.name for f in dataclasses.fields(ColonyConfig)}
     opt_fields = {f.name for f in dataclasses.fields(Options)}
-    unknown = set(overrides) - cfg_fields - opt_fields - set(ColonyParams._fields) - {"ants"}
+    extra = {"ants", "effort"}
+    unknown = set(overrides) - cfg_fields - opt_fields - set(ColonyParams._fields) - extra
     if unknown:
-        known = sorted(cfg_fields | opt_fields | set(ColonyParams._fields) | {"ants"})
+        known = sorted(cfg_fields | opt_fields | set(ColonyParams._fields) | extra)
         raise InputError(f"unknown options {sorted(unknown)}; known: {', '.join(known)}")
+    if overrides.get("effort"):
+        config, effort_params = effort_settings(overrides["effort"], config)
+        overrides = {**effort_params, **overrides}
     cfg_kw = {k: v for k, v in overrides.items() if k in cfg_fields}
     if "ants" in overrides:
         size = cfg_kw.get("wavefront_size", config.wavefront_size)
@@ -233,7 +244,7 @@ def to_result(region: Region, machine: Machine, sol: Solution, b: int, exact, se
     hist = {
         f"{p}_{k}": getattr(sol, f"history_{k}")[b, i, : it[i]].tolist()
         for i, p in enumerate(("rp", "ilp"))
-        for k in ("best", "winner")
+        for k in ("best", "winner", "alive")
     }
     return Result(
         name=region.name,

@@ -14,7 +14,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxsched.colony.antshard import ant_winner
+from jaxsched.colony.antshard import ant_total, ant_winner
 from jaxsched.colony.construct import (
     BIG,
     AntResults,
@@ -24,7 +24,7 @@ from jaxsched.colony.construct import (
     static_key,
 )
 from jaxsched.colony.params import ColonyConfig, ColonyParams
-from jaxsched.machines.model import MachineArrays, rp_cost_jax, rp_limits
+from jaxsched.machines.model import RP_UNLIMITED, MachineArrays, rp_cost_jax, rp_limits
 
 
 class PassState(NamedTuple):
@@ -46,8 +46,10 @@ class PassState(NamedTuple):
     stall_budget: jnp.ndarray  # f32[]: G (ILP pass)
     iteration: jnp.ndarray  # int32[]: iterations run
     no_improve: jnp.ndarray  # int32[]
+    caution: jnp.ndarray  # int32[]: iterations so far in which every ant died (see soft_limit)
     history_best: jnp.ndarray  # int32[I]: global best cost after each iteration (-1 unused)
     history_winner: jnp.ndarray  # int32[I]: iteration winner's cost (BIG: no valid ant)
+    history_alive: jnp.ndarray  # int32[I]: ants that met the RP limit in each iteration
 
 
 def start_pass(
@@ -67,10 +69,15 @@ def start_pass(
     config: ColonyConfig,
 ) -> PassState:
     """A pass starting from a schedule (``order`` int32[N], its ``cost``, ``peak``, ``stalls``):
-    uniform pheromone ``ants / (cost + 1)`` clamped to [tau_min, tau_max]."""
+    uniform pheromone ``ants / (cost + 1)``, plus ``start_deposit`` on the start's links (the
+    first ants explore around a schedule known to meet the pass's RP target), clamped to
+    [tau_min, tau_max]."""
     N = order.shape[0]
     heur = cost.astype(jnp.float32)
     tau0 = jnp.clip(config.ants / (heur + 1.0), params.tau_min, params.tau_max)
+    tau = jnp.full((N + 1, N + 1), tau0, jnp.float32)
+    prev = jnp.concatenate([jnp.array([N], jnp.int32), order[:-1]])
+    tau = jnp.clip(tau.at[prev, order].add(params.start_deposit), params.tau_min, params.tau_max)
     hist = jnp.full(config.max_iterations, -1, jnp.int32)
     return PassState(
         timed=jnp.asarray(timed, bool),
@@ -80,7 +87,7 @@ def start_pass(
         rp_target=jnp.asarray(rp_target, jnp.int32),
         patience=jnp.asarray(patience, jnp.int32),
         key=key,
-        tau=jnp.full((N + 1, N + 1), tau0, config.pheromone_dtype),
+        tau=tau.astype(config.pheromone_dtype),
         best_order=order,
         best_cost=jnp.asarray(cost, jnp.int32),
         best_peak=peak,
@@ -88,8 +95,10 @@ def start_pass(
         stall_budget=jnp.maximum(stall_budget, 1.0).astype(jnp.float32),
         iteration=jnp.int32(0),
         no_improve=jnp.int32(0),
+        caution=jnp.int32(0),
         history_best=hist,
         history_winner=hist,
+        history_alive=hist,
     )
 
 
@@ -125,13 +134,17 @@ def step_inputs(
     ps: PassState, prep: Prepared, machine: MachineArrays, params: ColonyParams
 ) -> StepInputs:
     """What every ant of the iteration shares: pheromone, q0, the RP limit (the ILP pass's
-    target; in the RP pass the best RP cost so far), G, the heuristic key."""
+    target; in the RP pass the best RP cost so far) and the soft limit below it, G, the
+    heuristic key."""
     n = jnp.maximum(prep.n, 1).astype(jnp.float32)
     cost_target = jnp.where(ps.timed, ps.rp_target, ps.best_cost)
+    limit = rp_limits(machine.lut, machine.target_occupancy, cost_target)
+    margin = jnp.floor(params.caution_step * ps.caution * limit).astype(jnp.int32)
     return StepInputs(
         tau=ps.tau,
         q0=jnp.maximum(0.0, 1.0 - params.explore_scale / n),
-        rp_limit=rp_limits(machine.lut, machine.target_occupancy, cost_target),
+        rp_limit=limit,
+        soft_limit=jnp.where(limit >= RP_UNLIMITED, limit, limit - margin),
         stall_budget=ps.stall_budget,
         timed=ps.timed,
         key=static_key(prep, params, ps.timed),
@@ -189,6 +202,10 @@ def iterate(
         ps.stall_budget,
     )
     best_cost = jnp.where(improved, w_cost, ps.best_cost)
+    # Every ant died: steer the next ones further below the RP limit, and do not count the
+    # iteration against the pass's patience while that is still possible.
+    alive = ant_total(~res.dead, config.ant_axis)
+    careful = (alive == 0) & (ps.caution < params.caution_max)
     return ps._replace(
         tau=_deposit(ps, w_order, w_cost, params),
         best_order=jnp.where(improved, w_order, ps.best_order),
@@ -197,7 +214,9 @@ def iterate(
         best_stalls=jnp.where(improved, stalls, ps.best_stalls),
         stall_budget=budget,
         iteration=ps.iteration + 1,
-        no_improve=jnp.where(improved, 0, ps.no_improve + 1),
+        no_improve=jnp.where(improved, 0, ps.no_improve + jnp.where(careful, 0, 1)),
+        caution=ps.caution + careful.astype(jnp.int32),
         history_best=ps.history_best.at[ps.iteration].set(best_cost),
         history_winner=ps.history_winner.at[ps.iteration].set(w_cost),
+        history_alive=ps.history_alive.at[ps.iteration].set(alive),
     )

@@ -7,7 +7,7 @@ settings in one call.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import jax.numpy as jnp
@@ -85,8 +85,19 @@ class ColonyParams(NamedTuple):
     weight_last_use_rp: jnp.ndarray  # f32[]: the same in the RP pass (its guiding heuristic
     #                                  is LUC-then-CP, as the list scheduler's RP priority)
     score_floor: jnp.ndarray  # f32[]: minimum score of an eligible candidate (1e-7)
+    start_deposit: jnp.ndarray  # f32[]: pheromone added to the start schedule's links when a
+    #                             pass starts (before the clamp)
+    patience_scale: jnp.ndarray  # f32[]: a pass ends after this many times 1, 2, 3, 3 (n < 50,
+    #                              < 100, < 1000, more) iterations without improvement (1)
+    caution_step: jnp.ndarray  # f32[]: after an iteration in which every ant died, ants are
+    #                            steered below the RP limit minus this fraction of it per
+    #                            such iteration (0.125) ...
+    caution_max: jnp.ndarray  # f32[]: ... at most this many times (4); until then such an
+    #                           iteration does not count towards the pass's patience
     cycle_threshold: jnp.ndarray  # f32[]: skip the ILP pass when its start is within this many
-    #                               cycles of the length bound (21; -1: never skip)
+    #                               cycles of the length bound (21; -1: never skip) ...
+    cycle_threshold_fraction: jnp.ndarray  # f32[]: ... and within this fraction of the bound
+    #                                        (0.01: small regions are not skipped at 21 cycles)
     occ_gain: jnp.ndarray  # f32[]: revert filter: keep the shortest start when the colony gained
     max_len_loss: jnp.ndarray  # f32[]: at most occ_gain occupancy (3) but lost more than
     #                            max_len_loss cycles (63); occ_gain 0 turns the filter off
@@ -110,7 +121,12 @@ DEFAULTS = dict(
     weight_last_use=0.0,
     weight_last_use_rp=4.0,
     score_floor=1e-7,
+    start_deposit=1.0,
+    patience_scale=1.0,
+    caution_step=0.125,
+    caution_max=4.0,
     cycle_threshold=21.0,
+    cycle_threshold_fraction=0.01,
     occ_gain=3.0,
     max_len_loss=63.0,
 )
@@ -131,8 +147,27 @@ def default_params(**overrides: float) -> ColonyParams:
     return ColonyParams(**{k: jnp.float32(v) for k, v in values.items()})
 
 
-def no_improvement_limit(n: jnp.ndarray) -> jnp.ndarray:
-    """int32[...]: iterations without improvement before a pass stops: 1, 2, 3, 3 for n < 50,
-    < 100, < 1000 and larger (traceable)."""
+def no_improvement_limit(n: jnp.ndarray, scale: jnp.ndarray = 1.0) -> jnp.ndarray:
+    """int32[...]: iterations without improvement before a pass stops: ``scale`` times 1, 2,
+    3, 3 for n < 50, < 100, < 1000 and larger, rounded, at least 1 (traceable)."""
     n = jnp.asarray(n)
-    return jnp.where(n < 50, 1, jnp.where(n < 100, 2, 3)).astype(jnp.int32)
+    base = jnp.where(n < 50, 1, jnp.where(n < 100, 2, 3)).astype(jnp.float32)
+    return jnp.maximum(jnp.round(base * scale), 1).astype(jnp.int32)
+
+
+#: Effort levels (`effort_settings`): ants x4, patience x2, iteration cap x2 per level.
+MAX_EFFORT = 3
+
+
+def effort_settings(effort: int, config: ColonyConfig) -> tuple[ColonyConfig, dict]:
+    """(config, parameter overrides) of an effort level: 0 is the default; each level runs 4x
+    the ants (whole wavefronts), twice the patience and twice the iteration cap. More effort
+    finds better schedules where the bounds are not met, at a proportional cost."""
+    if isinstance(effort, bool) or not isinstance(effort, int) or not 0 <= effort <= MAX_EFFORT:
+        raise InputError(f"effort must be an integer in 0..{MAX_EFFORT}, got {effort!r}")
+    cfg = replace(
+        config,
+        wavefronts=config.wavefronts * 4**effort,
+        max_iterations=config.max_iterations * 2**effort,
+    )
+    return cfg, {"patience_scale": float(2**effort)}

@@ -20,20 +20,29 @@ from jaxsched.colony.construct import Prepared, prepare
 from jaxsched.compilation import COMPILED, CompileCache
 from jaxsched.errors import InputError
 from jaxsched.heuristics.bounds import length_lower_bound_jax, rp_peak_lower_bound_jax
-from jaxsched.heuristics.list_scheduler import list_schedule, order_peak_rp, stall_schedule
-from jaxsched.machines.model import Machine, MachineArrays, rp_cost_jax
+from jaxsched.heuristics.list_scheduler import (
+    list_schedule,
+    order_peak_rp,
+    stall_schedule,
+    target_schedule,
+)
+from jaxsched.machines.model import Machine, MachineArrays, rp_cost_jax, rp_limits
 from jaxsched.problem.fingerprint import fingerprint
 from jaxsched.problem.padded import DeviceRegion, PaddedShape, common_shape, next_pow2, stack
 from jaxsched.problem.region import Region
 
 #: Starting schedules, in the order of the ``start_*`` arrays: the input order, the list
-#: scheduler's RP order (LUC, CP, NID; latencies off) and latency order (CP, LUC, NID), and the
-#: exact search's schedule (present only where it ran).
-STARTS = ("input", "list-rp", "list-ilp", "exact")
+#: scheduler's RP order (LUC, CP, NID; latencies off) and latency order (CP, LUC, NID), the
+#: latency order under an RP target ("list-target": the RP cost lower bound here, the RP
+#: pass's result when the ILP pass starts; see `list_schedule`'s ``rp_limit``), and the exact
+#: search's schedule (present only where it ran).
+STARTS = ("input", "list-rp", "list-ilp", "list-target", "exact")
 #: Where a result comes from (`Solution.source` indexes this): a start, or a colony pass.
 SOURCES = (*STARTS, "colony-rp", "colony")
 #: The starts a caller may choose (the exact one comes with ``exact=`` results).
-CHOOSABLE_STARTS = STARTS[:3]
+CHOOSABLE_STARTS = STARTS[:4]
+#: Priority of the latency list schedules (plain and under an RP target).
+LATENCY_PRIORITY = ("cp", "luc", "nid")
 
 
 class ColonyProblem(NamedTuple):
@@ -67,20 +76,22 @@ class ColonyProblem(NamedTuple):
 
 @partial(jax.jit, static_argnames=("ready_slots", "issue_width"))
 def _derive(dev: DeviceRegion, machine: MachineArrays, *, ready_slots: int, issue_width: int):
-    """Per region: construction tables, the three list/input starts (orders, peaks, lengths),
+    """Per region: construction tables, the input and list starts (orders, peaks, lengths),
     the RP cost and length lower bounds and the critical path."""
 
     def one(d: DeviceRegion):
         N = d.valid.shape[0]
         ids = jnp.arange(N, dtype=jnp.int32)
-        lut = machine.lut
+        lut, target = machine.lut, machine.target_occupancy
         kw = dict(issue_width=issue_width)
+        rp_lb = rp_cost_jax(rp_peak_lower_bound_jax(d), lut, target)
         rp = list_schedule(d, lut, priority=("luc", "cp", "nid"), latencies=False, **kw)
-        ilp = list_schedule(d, lut, priority=("cp", "luc", "nid"), latencies=True, **kw)
-        orders = jnp.stack([jnp.where(d.valid, ids, N), rp.order, ilp.order])
+        ilp = list_schedule(d, lut, priority=LATENCY_PRIORITY, latencies=True, **kw)
+        inp = jnp.where(d.valid, ids, N)
+        limited = target_schedule(d, lut, rp_limits(lut, target, rp_lb), target, inp, issue_width)
+        orders = jnp.stack([inp, rp.order, ilp.order, limited.order])
         peaks = jax.vmap(lambda o: order_peak_rp(d, o))(orders)
         lengths = jax.vmap(lambda o: stall_schedule(d, o, issue_width)[1])(orders)
-        rp_lb = rp_cost_jax(rp_peak_lower_bound_jax(d), lut, machine.target_occupancy)
         len_lb = length_lower_bound_jax(d, issue_width)
         cp = jnp.max(jnp.where(d.valid, d.cp, 0))
         return prepare(d, ready_slots), orders, peaks, lengths, rp_lb, len_lb, cp

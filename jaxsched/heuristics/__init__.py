@@ -23,6 +23,7 @@ from jaxsched.heuristics.list_scheduler import (
     order_peak_rp,
     priority_codes,
     stall_schedule,
+    target_schedule,
 )
 
 __all__ = [
@@ -46,4 +47,5 @@ __all__ = [
     "rp_peak_lower_bound_jax",
     "simple_length_lower_bound",
     "stall_schedule",
+    "target_schedule",
 ]

@@ -55,6 +55,7 @@ __all__ = [
     "order_peak_rp",
     "priority_codes",
     "stall_schedule",
+    "target_schedule",
 ]
 
 #: Priority names understood by `list_schedule`.
@@ -241,6 +242,33 @@ def _last_use_count(t: _Tables, regs: _Regs, n_rows: int) -> jax.Array:
     return jnp.sum(kills, axis=1, dtype=jnp.int32)
 
 
+def _rp_after(t: _Tables, regs: _Regs, n_rows: int) -> jax.Array:
+    """int32[n_rows, F]: the RP recorded if each instruction issued now (its last uses die
+    first, then its defs are born; live-through included)."""
+    R = t.reg_width.shape[0] - 1
+    files = jnp.arange(regs.rp.shape[0], dtype=jnp.int32)
+    u, d = t.uses[:n_rows], t.defs[:n_rows]
+    kill = (u < R) & (regs.remaining[u] == 1) & regs.live[u] & ~t.reg_live_out[u]  # [n, U]
+    reborn = (d[:, :, None] == jnp.where(kill, u, -1)[:, None, :]).any(axis=-1)  # [n, V]
+    born = (d < R) & (~regs.live[d] | reborn)
+
+    def width(ids: jax.Array, mask: jax.Array) -> jax.Array:  # [n, K] -> [n, F]
+        w = jnp.where(mask, t.reg_width[ids], 0)
+        onehot = t.reg_file[ids][..., None] == files
+        return jnp.sum(jnp.where(onehot, w[..., None], 0), axis=1, dtype=jnp.int32)
+
+    return regs.rp[None, :] - width(u, kill) + width(d, born)
+
+
+def _within_limit(t: _Tables, regs: _Regs, cand: jax.Array, rp_limit: jax.Array) -> jax.Array:
+    """bool[N]: the candidates to choose from under a per-file RP limit: those whose issue
+    keeps the RP within it; if none does, those that exceed it least (summed over files)."""
+    excess = jnp.maximum(_rp_after(t, regs, cand.shape[0]) - rp_limit, 0).sum(axis=1)
+    safe = cand & (excess == 0)
+    least = cand & (excess == jnp.min(jnp.where(cand, excess, _BIG)))
+    return jnp.where(safe.any(), safe, least)
+
+
 # ------------------------------------------------------------------------------ selection
 def _select(ready: jax.Array, keys: Sequence[jax.Array]) -> jax.Array:
     """Lexicographic argmax of ``keys`` (each int32[N]) over ``ready`` (bool[N]).
@@ -256,13 +284,16 @@ def _select(ready: jax.Array, keys: Sequence[jax.Array]) -> jax.Array:
     return jnp.where(jnp.any(mask), first, N)
 
 
-def _key_table(dev: DeviceRegion, t: _Tables, regs: _Regs, latencies: bool) -> jax.Array:
-    """int32[len(PRIORITIES), N]: every priority key now (row order of `PRIORITIES`)."""
+def _key_table(
+    dev: DeviceRegion, t: _Tables, regs: _Regs, latencies: bool, rank: jax.Array | None
+) -> jax.Array:
+    """int32[len(PRIORITIES), N]: every priority key now (row order of `PRIORITIES`); "nid"
+    is the negated ``rank`` (default: the original position)."""
     N = dev.valid.shape[0]
     cp = jnp.asarray(dev.cp if latencies else dev.cp_unit, jnp.int32)
     luc = _last_use_count(t, regs, N)
     succ = jnp.asarray(dev.num_succs, jnp.int32)
-    nid = -jnp.arange(N, dtype=jnp.int32)
+    nid = -(jnp.arange(N, dtype=jnp.int32) if rank is None else jnp.asarray(rank, jnp.int32))
     return jnp.stack([cp, luc, succ, nid])
 
 
@@ -286,6 +317,8 @@ def list_schedule(
     latencies: bool,
     issue_width: int = 1,
     target: jax.Array | int | None = None,
+    rp_limit: jax.Array | None = None,
+    rank: jax.Array | None = None,
 ) -> ListSchedule:
     """List-schedule one padded region (traceable: use under `jit`, `vmap` over a batch).
 
@@ -296,15 +329,22 @@ def list_schedule(
         from `priority_codes` (an array: a new priority needs no recompile).
       latencies: static; False = RP pass (cycles are positions), True = cycle-by-cycle with
         latencies, stalls and ``issue_width``.
-      issue_width: static; instructions per cycle (latency mode only).
+      issue_width: instructions per cycle (latency mode only; an int or a traced int32[]).
       target: int32[] target occupancy for ``rp_cost``; default the occupancy at zero
         pressure (``min(lut[:, 0])``).
+      rp_limit: int32[F] per-file RP limit (e.g. `jaxsched.machines.rp_limits` of an RP cost
+        target), or None. With a limit the scheduler chooses, by the priority, among the
+        candidates whose issue keeps the RP within it, stalling for one that is not ready yet
+        when no ready candidate does; when none does, among those exceeding it least. This is
+        the latency scheduler of production compilers under a register-pressure target.
+      rank: int32[N] the order "nid" follows (lower first; default the original order), e.g.
+        the positions of another schedule, which "nid" first then follows.
 
     Returns:
       A `ListSchedule`.
     """
     codes = _as_codes(priority)
-    iw = _check_issue_width(issue_width)
+    iw = issue_width if isinstance(issue_width, jax.Array) else _check_issue_width(issue_width)
     t = _tables(dev)
     N = dev.valid.shape[0]
     n = jnp.asarray(dev.n, jnp.int32)
@@ -312,6 +352,8 @@ def list_schedule(
     def step(k: jax.Array, s: _State) -> _State:
         active = k < n
         cand = t.valid[:N] & ~s.scheduled[:N] & (s.preds_left[:N] == 0)
+        if rp_limit is not None:
+            cand = _within_limit(t, s.regs, cand, rp_limit)
         if latencies:
             full = s.used >= iw
             cyc = jnp.where(full, s.cycle + 1, s.cycle)
@@ -324,7 +366,7 @@ def list_schedule(
             ready = cand & (s.earliest[:N] <= now)
         else:
             now, used, ready = k, s.used, cand
-        table = _key_table(dev, t, s.regs, latencies)
+        table = _key_table(dev, t, s.regs, latencies, rank)
         keys = [table[codes[p]] for p in range(codes.shape[0])]
         j = jnp.where(active, _select(ready, keys), N)
         succ = t.succ[j]
@@ -353,6 +395,31 @@ def list_schedule(
     cycles = jnp.where(t.valid[:N], s.cycles[:N], 0)
     length = jnp.max(cycles) + 1 if latencies else n
     return _finish(s.order, cycles, length, s.regs.peak, lut, target)
+
+
+def positions(order: jax.Array) -> jax.Array:
+    """int32[N]: the position of each instruction in ``order`` (int32[N], padding N last)."""
+    N = order.shape[0]
+    return jnp.zeros(N + 1, jnp.int32).at[order].set(jnp.arange(N, dtype=jnp.int32))[:N]
+
+
+def target_schedule(
+    dev: DeviceRegion,
+    lut: jax.Array,
+    rp_limit: jax.Array,
+    target: jax.Array,
+    feasible: jax.Array,
+    issue_width: jax.Array | int = 1,
+) -> ListSchedule:
+    """The better of two latency list schedules under ``rp_limit`` (int32[F]): critical path
+    first, and ``feasible``'s order first (int32[N]: an order meeting the limit, e.g. the RP
+    pass's best) with later instructions filling its stalls while they keep the RP within the
+    limit. Better = lower RP cost (``target``: the occupancy of cost 0), then shorter."""
+    kw = dict(latencies=True, issue_width=issue_width, target=target, rp_limit=rp_limit)
+    a = list_schedule(dev, lut, priority=("cp", "luc", "nid"), **kw)
+    b = list_schedule(dev, lut, priority=("nid",), rank=positions(feasible), **kw)
+    a_wins = (a.rp_cost < b.rp_cost) | ((a.rp_cost == b.rp_cost) & (a.length <= b.length))
+    return jax.tree.map(lambda x, y: jnp.where(a_wins, x, y), a, b)
 
 
 def _finish(order, cycles, length, peak, lut, target) -> ListSchedule:

@@ -13,7 +13,7 @@ Two layers:
   ``lax.scan``; `estimate` is a thin shell over it.
 
 Limits (checked before anything is allocated) are the ``MAX_*`` / ``MIN_*`` constants, see
-``docs/limits-makespan.md``.
+``docs/limits.md``.
 """
 
 from jaxsched.makespan.anneal import (

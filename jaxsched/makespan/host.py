@@ -269,7 +269,7 @@ def estimate(
     Returns:
       a `MakespanResult`; its makespan is a reachable schedule's, so never above the worst case.
     Raises:
-      MakespanError: an option outside its documented limits (docs/limits-makespan.md).
+      MakespanError: an option outside its documented limits (docs/limits.md).
     """
     plan = plan_estimate(
         kernel, warps, sm, seed=seed, chains=chains, iterations=iterations, t0=t0,

@@ -25,7 +25,7 @@ UNITS = "LCSD"
 _EPS = 1e-9
 
 # ----------------------------------------------------------------------------- limits
-# Documented in docs/limits-makespan.md; every one is checked on the host before any allocation.
+# Documented in docs/limits.md; every one is checked on the host before any allocation.
 
 #: Most warps ``W``.
 MAX_WARPS = 1024
