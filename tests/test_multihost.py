@@ -131,6 +131,7 @@ def test_a_bad_region_stops_both_processes(work):
         assert f"{bad}:3" in err.strip().splitlines()[-1]
 
 
+@pytest.mark.slow
 def test_a_lost_process_stops_the_run_and_resume_completes_it(work, reference):
     out = work / "killed.jsonl"
     journal = work / "killed.jsonl.partial"
