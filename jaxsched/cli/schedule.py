@@ -55,8 +55,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=int_in(16, 1 << 22),
         default=None,
         metavar="MIB",
-        help="device memory one colony call may use, in MiB (default 2048); larger regions "
-        "run with fewer ants and a float16 pheromone table",
+        help="memory one colony call may use on each device, in MiB (default 2048); larger "
+        "regions run with fewer ants and a float16 pheromone table",
     )
     p.add_argument(
         "--no-filters", action="store_true", help="turn off the cycle-threshold and revert filters"
