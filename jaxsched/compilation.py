@@ -4,7 +4,8 @@
 argument shapes and dtypes), and counts and times compilations, so every solver can report
 compile time apart from run time. `COMPILED` is the process-wide instance used by the host
 drivers (`jaxsched.schedule`, `jaxsched.makespan.estimate`). `enable_persistent_cache` keeps
-compiled XLA executables on disk across processes.
+compiled XLA executables on disk across processes (`jaxsched.schedule` and the CLI turn it on
+by default: `ensure_persistent_cache`).
 """
 
 from __future__ import annotations
@@ -61,13 +62,21 @@ COMPILED = CompileCache()
 
 
 def enable_persistent_cache(path: str | None = None) -> str | None:
-    """Keep compiled XLA executables across processes in ``path`` (default
-    ``$JAXSCHED_CACHE_DIR``, else ``~/.cache/jaxsched/xla``; ``off`` disables it).
+    """Keep compiled XLA executables across processes in ``path``.
+
+    Without ``path``: ``$JAXSCHED_CACHE_DIR`` when set (``off`` disables the cache), else
+    ``~/.cache/jaxsched/xla`` on GPU and TPU backends. On the CPU backend the cache is opt-in
+    (an explicit ``path`` or ``$JAXSCHED_CACHE_DIR``): loading XLA:CPU executables from disk
+    has crashed processes with a segmentation fault (jax 0.12), a price a recompile never costs.
 
     Returns the directory in use, or None when disabled or not writable.
     """
     if path is None:
-        path = os.environ.get("JAXSCHED_CACHE_DIR", os.path.expanduser("~/.cache/jaxsched/xla"))
+        path = os.environ.get("JAXSCHED_CACHE_DIR")
+        if path is None:
+            if jax.default_backend() == "cpu":
+                return None
+            path = os.path.expanduser("~/.cache/jaxsched/xla")
     if path.lower() in ("", "off", "none", "0"):
         return None
     try:
@@ -78,3 +87,10 @@ def enable_persistent_cache(path: str | None = None) -> str | None:
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
     return path
+
+
+def ensure_persistent_cache() -> str | None:
+    """`enable_persistent_cache` with the defaults unless a cache directory is already set
+    (by the caller or an earlier call); returns the directory in use."""
+    current = jax.config.jax_compilation_cache_dir
+    return current if current else enable_persistent_cache()

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import os
+
+# No test reads or writes the user's persistent compilation cache, and no test leaves the
+# cache turned on for the tests after it (tests that need it pass a directory to a subprocess).
+os.environ["JAXSCHED_CACHE_DIR"] = "off"
+
 from pathlib import Path
 
 import numpy as np

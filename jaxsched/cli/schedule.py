@@ -35,29 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("files", nargs="+", metavar="FILE", help="region files (.json or .jsonl)")
     p.add_argument("--machine", default="gfx906", help="machine preset (gfx906, generic)")
     p.add_argument("--seed", type=seed_type, default=0, help="random seed (default 0)")
-    p.add_argument(
-        "--ants",
-        type=int,
-        default=None,
-        help="ants per iteration (whole wavefronts; default 256 on CPU, 4096 on GPU)",
-    )
-    p.add_argument("--wavefront", type=int, default=None, help="ants per wavefront (default 64)")
-    p.add_argument("--iterations", type=int, default=None, help="iteration cap per pass")
-    p.add_argument(
-        "--effort",
-        type=int_in(0, 3),
-        default=None,
-        help="0 (default) .. 3: each level runs 4x the ants, twice the patience and twice the "
-        "iteration cap (better schedules where the bounds are not met, at that cost)",
-    )
-    p.add_argument(
-        "--memory-budget",
-        type=int_in(16, 1 << 22),
-        default=None,
-        metavar="MIB",
-        help="memory one colony call may use on each device, in MiB (default 2048); larger "
-        "regions run with fewer ants and a float16 pheromone table",
-    )
+    add_colony_options(p)
     p.add_argument(
         "--no-filters", action="store_true", help="turn off the cycle-threshold and revert filters"
     )
@@ -123,6 +101,56 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def add_colony_options(p: argparse.ArgumentParser) -> None:
+    """The options that choose the colony's executables (shared with ``jaxsched warmup``)."""
+    from jaxsched.colony.params import CONSTRUCTIONS
+
+    p.add_argument(
+        "--ants",
+        type=int,
+        default=None,
+        help="ants per iteration (whole wavefronts; default 256 on CPU, 4096 on GPU)",
+    )
+    p.add_argument("--wavefront", type=int, default=None, help="ants per wavefront (default 64)")
+    p.add_argument("--iterations", type=int, default=None, help="iteration cap per pass")
+    p.add_argument(
+        "--effort",
+        type=int_in(0, 3),
+        default=None,
+        help="0 (default) .. 3: each level runs 4x the ants, twice the patience and twice the "
+        "iteration cap (better schedules where the bounds are not met, at that cost)",
+    )
+    p.add_argument(
+        "--memory-budget",
+        type=int_in(16, 1 << 22),
+        default=None,
+        metavar="MIB",
+        help="memory one colony call may use on each device, in MiB (default 2048); larger "
+        "regions run with fewer ants and a float16 pheromone table",
+    )
+    p.add_argument(
+        "--construction",
+        choices=CONSTRUCTIONS,
+        default=None,
+        help="how ants construct: auto (default: the fused kernel on a CUDA GPU, else lax), "
+        "lax, pallas (fused Triton kernel, GPU), interpret (the kernel interpreted: slow); "
+        "results are identical (not part of the settings recorded with --out)",
+    )
+
+
+def colony_overrides(args: argparse.Namespace) -> dict:
+    """`jaxsched.schedule` keyword overrides of the `add_colony_options` options."""
+    pairs = {
+        "ants": args.ants,
+        "effort": args.effort,
+        "wavefront_size": args.wavefront,
+        "max_iterations": args.iterations,
+        "memory_budget": None if args.memory_budget is None else args.memory_budget << 20,
+        "construction": args.construction,
+    }
+    return {k: v for k, v in pairs.items() if v is not None}
+
+
 def _load(files: list[str], keep, machine):
     """Regions of all files (those ``keep`` selects, see `jaxsched.problem.format.iter_regions`),
     each checked against the machine (errors name the file)."""
@@ -143,21 +171,17 @@ def _load(files: list[str], keep, machine):
 def _overrides(args: argparse.Namespace) -> dict:
     """`jaxsched.schedule` keyword overrides from the options."""
     pairs = {
-        "ants": args.ants,
-        "effort": args.effort,
-        "wavefront_size": args.wavefront,
-        "max_iterations": args.iterations,
         "filters": False if args.no_filters else None,
         "exact_budget": args.budget if args.exact else None,
-        "memory_budget": None if args.memory_budget is None else args.memory_budget << 20,
         "devices": args.devices,
         "max_batch": args.max_batch,
     }
-    return {k: v for k, v in pairs.items() if v is not None}
+    return {**colony_overrides(args), **{k: v for k, v in pairs.items() if v is not None}}
 
 
 def _settings(machine, seed: int, overrides: dict) -> dict:
-    """Everything a region's result depends on (recorded in the results file)."""
+    """Everything a region's result depends on (recorded in the results file; not the
+    construction, whose modes give identical results)."""
     import dataclasses
 
     from jaxsched import __version__
@@ -168,7 +192,11 @@ def _settings(machine, seed: int, overrides: dict) -> dict:
         "version": __version__,
         "machine": machine.name,
         "seed": seed,
-        "config": {k: v for k, v in dataclasses.asdict(config).items() if k != "ant_axis"},
+        "config": {
+            k: v
+            for k, v in dataclasses.asdict(config).items()
+            if k not in ("construction", "ant_axis")
+        },
         "params": {k: float(v) for k, v in params._asdict().items()},
         # Batch sizes and devices change where regions run, never their results.
         "options": {

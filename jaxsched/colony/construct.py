@@ -264,12 +264,6 @@ def init_ants(prep: Prepared, ants: int, key: jnp.ndarray) -> AntsState:
     )
 
 
-def _per_file(reg_wf: jnp.ndarray, regs: jnp.ndarray, mask: jnp.ndarray) -> jnp.ndarray:
-    """Sum of widths of ``regs`` [M, A] where ``mask`` [M, A], per file -> int32[F, A]."""
-    w = reg_wf[regs]  # [M, A, F]
-    return (w * mask[..., None]).sum(axis=0).T
-
-
 def slot_widths(slots: int) -> tuple[int, ...]:
     """Static widths a decision may look at: 8, 32, 128, ... (x4) below ``slots``, then
     ``slots``. Fewer widths compile faster; x4 wastes at most 4x on the slot work."""
@@ -292,54 +286,92 @@ class Candidates(NamedTuple):
     issued: jnp.ndarray  # int32[A]: instructions already issued in ``cycle``
 
 
+class AntView(NamedTuple):
+    """What a decision reads of each ant besides its ready slots (loaded values)."""
+
+    cycle: jnp.ndarray  # int32[A]: next cycle an instruction may issue in
+    issued: jnp.ndarray  # int32[A]: instructions already issued in ``cycle``
+    stalls: jnp.ndarray  # int32[A]: optional stall cycles taken
+    live_w: jnp.ndarray  # int32[F, A]: live width per file (without live-through)
+
+
+#: `ReadyList` fields with a slot axis (second to last); a decision reads their first w slots.
+SLOT_FIELDS = ("ids", "e", "key", "born", "kill")
+
+
+def first_slots(ready: ReadyList, w: int) -> ReadyList:
+    """The first ``w`` slots of every slot field (``slot_of`` dropped): a decision's view."""
+    cut = {f: getattr(ready, f)[..., :w, :] for f in SLOT_FIELDS}
+    return ready._replace(**cut, slot_of=None)
+
+
+def any_(x: jnp.ndarray, axis: int) -> jnp.ndarray:
+    """``x.any(axis)`` as an integer max (a Pallas Triton kernel has no boolean reduction)."""
+    return jnp.max(x.astype(jnp.int32), axis=axis) > 0
+
+
+def prefix_sum(x: jnp.ndarray) -> jnp.ndarray:
+    """Inclusive prefix sum over axis 0 (`lax.associative_scan`: fastest under XLA:CPU)."""
+    return lax.associative_scan(jnp.add, x, axis=0)
+
+
+# The decision functions below are pure math on loaded values (a `first_slots` view, the
+# pheromone of each slot, `AntView`): the `lax` step and the fused kernel (`colony.kernel`) both
+# call them, so a change of the rules reaches both.
 def _candidates(
-    w: int, st: AntsState, prep: Prepared, inp: StepInputs, seeds: AntSeeds
+    ready: ReadyList, ant: AntView, live_through: jnp.ndarray, inp: StepInputs, seeds: AntSeeds
 ) -> Candidates:
-    """Ready vs semi-ready in the first ``w`` slots (with nothing ready the ant stalls to the
-    first earliest cycle: a necessary stall), and their register effect. A semi-ready
-    candidate is eligible in the wavefronts allowed optional stalls, and in every wavefront
-    when no ready candidate stays within the soft RP limit (waiting beats dying)."""
-    slots = jnp.arange(w, dtype=jnp.int32)[:, None]
-    valid = slots < st.ready.count[None, :]
-    e = st.ready.e[:w]
-    ready_now = valid & (e <= st.cycle)
+    """Ready vs semi-ready in the view's slots (with nothing ready the ant stalls to the first
+    earliest cycle: a necessary stall), and their register effect (``live_through``
+    int32[F]). A semi-ready candidate is eligible in the wavefronts allowed optional stalls,
+    and in every wavefront when no ready candidate stays within the soft RP limit (waiting
+    beats dying)."""
+    w = ready.e.shape[0]
+    slots = lax.broadcasted_iota(jnp.int32, (w, 1), 0)
+    valid = slots < ready.count[None, :]
+    e = ready.e
+    ready_now = valid & (e <= ant.cycle)
     min_e = jnp.where(valid, e, BIG).min(axis=0)
-    stall = valid.any(axis=0) & ~ready_now.any(axis=0)  # nothing ready (and not done)
-    cycle = jnp.where(stall, jnp.maximum(st.cycle, min_e), st.cycle)
-    issued = jnp.where(cycle != st.cycle, 0, st.issued)
-    ready = valid & (e <= cycle)
-    semi = valid & ~ready
-    kill = st.ready.kill[:, :w]  # [F, w, A]
-    born = st.ready.born[:, :w]
-    after = st.live_w[:, None, :] + born - kill + prep.live_through[:, None, None]
-    over = (after > inp.soft_limit[:, None, None]).any(axis=0)
-    safe_ready = (ready & ~over).any(axis=0)
-    eligible = ready | (semi & (seeds.may_stall | ~safe_ready))
+    stall = any_(valid, 0) & ~any_(ready_now, 0)  # nothing ready (and not done)
+    cycle = jnp.where(stall, jnp.maximum(ant.cycle, min_e), ant.cycle)
+    issued = jnp.where(cycle != ant.cycle, 0, ant.issued)
+    is_ready = valid & (e <= cycle)
+    semi = valid & ~is_ready
+    kill, born = ready.kill, ready.born  # [F, w, A]
+    after = ant.live_w[:, None, :] + born - kill + live_through[:, None, None]
+    over = any_(after > inp.soft_limit[:, None, None], 0)
+    safe_ready = any_(is_ready & ~over, 0)
+    eligible = is_ready | (semi & (seeds.may_stall | ~safe_ready))
     raises = born.sum(axis=0) > kill.sum(axis=0)
     wait = (e - cycle).astype(jnp.float32)
     return Candidates(eligible, semi, wait, over, raises, cycle, issued)
 
 
 def _scores(
-    w: int, st: AntsState, c: Candidates, prep: Prepared, inp: StepInputs, params: ColonyParams
+    ready: ReadyList,
+    tau: jnp.ndarray,
+    c: Candidates,
+    ant: AntView,
+    inp: StepInputs,
+    params: ColonyParams,
 ) -> jnp.ndarray:
     """f32[w, A]: score of each eligible slot (0 elsewhere), as in the spec:
-    ``tau[last, j] * (1 + key[j])``, damped for RP increase, RP-target overflow and stalls."""
-    kill = st.ready.kill[:, :w]  # [F, w, A]
+    ``tau[last, j] * (1 + key[j])``, damped for RP increase, soft-limit overflow and stalls.
+    ``tau`` [w, A] (f32 or f16, scored in f32): the pheromone of each slot's candidate after
+    the ant's last choice."""
     over, raises = c.over, c.raises
-
     wl = jnp.where(inp.timed, params.weight_last_use, params.weight_last_use_rp)
     ws = params.weight_cp + params.weight_successors
-    luc = kill.sum(axis=0).astype(jnp.float32)
+    luc = ready.kill.sum(axis=0).astype(jnp.float32)
     luc = luc / jnp.maximum(luc.max(axis=0), 1.0)
-    key = (st.ready.key[:w] * ws + wl * luc) / jnp.maximum(ws + wl, 1e-6)
-    score = inp.tau[st.last[None, :], st.ready.ids[:w]].astype(jnp.float32) * (1.0 + key)
-    calm_exists = (c.eligible & ~raises).any(axis=0)
+    key = (ready.key * ws + wl * luc) / jnp.maximum(ws + wl, 1e-6)
+    score = tau.astype(jnp.float32) * (1.0 + key)
+    calm_exists = any_(c.eligible & ~raises, 0)
     score = jnp.where(raises & calm_exists, score * params.rp_damping, score)
-    safe_exists = (c.eligible & ~over).any(axis=0)
+    safe_exists = any_(c.eligible & ~over, 0)
     score = jnp.where(over & safe_exists, score * params.overflow_damping, score)
     g = inp.stall_budget
-    taken = st.stalls.astype(jnp.float32)
+    taken = ant.stalls.astype(jnp.float32)
     damp_wait = _stall_damping(c.wait, g)
     damp_taken = _stall_damping(taken, g)
     score = jnp.where(c.semi, score * damp_wait * damp_taken, score)
@@ -354,28 +386,60 @@ def _stall_damping(stalls: jnp.ndarray, g: jnp.ndarray) -> jnp.ndarray:
 
 
 def _pick(
-    score: jnp.ndarray, eligible: jnp.ndarray, t: jnp.ndarray, q0: jnp.ndarray, seeds: AntSeeds
+    score: jnp.ndarray,
+    eligible: jnp.ndarray,
+    t: jnp.ndarray,
+    q0: jnp.ndarray,
+    seeds: AntSeeds,
+    scan=prefix_sum,
 ) -> jnp.ndarray:
     """int32[A]: the chosen slot per ant (K... the caller masks finished ants).
 
     Exploit (argmax) with probability q0, else a roulette over the scores. The roulette runs on
-    integer weights (16 bits relative to the best score, at least 1), so prefix sums are exact
-    and a pick never depends on how many slots were looked at.
+    integer weights (16 bits relative to the best score, at least 1), so prefix sums (``scan``,
+    inclusive over axis 0) are exact and a pick never depends on how many slots were looked at.
     """
     w = score.shape[0]
-    slots = jnp.arange(w, dtype=jnp.int32)[:, None]
+    slots = lax.broadcasted_iota(jnp.int32, (w, 1), 0)
     exploit = uniform(seeds.coin, t) < q0
     best = score.max(axis=0)
     weight = jnp.where(
         eligible, 1 + (score / jnp.maximum(best, 1e-30)[None, :] * 65535.0).astype(jnp.int32), 0
     )
-    csum = lax.associative_scan(jnp.add, weight, axis=0)
-    r = (uniform(seeds.seed, t) * csum[-1].astype(jnp.float32)).astype(jnp.int32)
+    csum = scan(weight)
+    total = weight.sum(axis=0)  # csum[-1] (a Triton kernel cannot slice a value)
+    r = (uniform(seeds.seed, t) * total.astype(jnp.float32)).astype(jnp.int32)
     last_eligible = jnp.where(eligible, slots, 0).max(axis=0)
-    pick_roulette = jnp.minimum((csum <= r[None, :]).sum(axis=0), last_eligible)
+    below = (csum <= r[None, :]).astype(jnp.int32)
+    pick_roulette = jnp.minimum(below.sum(axis=0), last_eligible)
     # argmax as max + first match: XLA:CPU vectorises plain reductions, not (value, index) ones.
     pick_best = jnp.where((score == best[None, :]) & eligible, slots, w).min(axis=0)
     return jnp.where(exploit, pick_best, pick_roulette).astype(jnp.int32)
+
+
+def decide(
+    ready: ReadyList,
+    tau: jnp.ndarray,
+    ant: AntView,
+    live_through: jnp.ndarray,
+    t: jnp.ndarray,
+    inp: StepInputs,
+    params: ColonyParams,
+    seeds: AntSeeds,
+    *,
+    dummy_slot: int,
+    scan=prefix_sum,
+) -> tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray]:
+    """Pick a slot per ant from a `first_slots` view holding every ant's candidates (``tau``
+    f32|f16[w, A]: pheromone of each slot's candidate after the ant's last choice). Returns (slot
+    int32[A], ``dummy_slot`` for finished ants; cycle int32[A]; issued int32[A]).
+
+    Pure math on loaded values, shared by the `lax` step and the fused kernel; ``scan`` is the
+    prefix sum (the kernel passes `jnp.cumsum`, which Pallas lowers; sums are exact)."""
+    c = _candidates(ready, ant, live_through, inp, seeds)
+    score = _scores(ready, tau, c, ant, inp, params)
+    pick = _pick(score, c.eligible, t, inp.q0, seeds, scan)
+    return jnp.where(ready.count > 0, pick, dummy_slot), c.cycle, c.issued
 
 
 def _decide(
@@ -387,13 +451,13 @@ def _decide(
     params: ColonyParams,
     seeds: AntSeeds,
 ) -> tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray]:
-    """Pick a ready slot per ant, looking at the first ``w`` slots only (every ant's candidates
-    are there). Returns (slot int32[A], K for finished ants; cycle int32[A]; issued int32[A])."""
+    """`decide` over the first ``w`` slots of the `lax` state (every ant's candidates are
+    there)."""
+    ready = first_slots(st.ready, w)
+    tau = inp.tau[st.last[None, :], ready.ids]
+    ant = AntView(st.cycle, st.issued, st.stalls, st.live_w)
     K = st.ready.ids.shape[0] - 1
-    c = _candidates(w, st, prep, inp, seeds)
-    score = _scores(w, st, c, prep, inp, params)
-    pick = _pick(score, c.eligible, t, inp.q0, seeds)
-    return jnp.where(st.ready.count > 0, pick, K), c.cycle, c.issued
+    return decide(ready, tau, ant, prep.live_through, t, inp, params, seeds, dummy_slot=K)
 
 
 class _Issue(NamedTuple):
@@ -405,7 +469,7 @@ class _Issue(NamedTuple):
     stalls: jnp.ndarray  # int32[A]: optional stalls taken so far
 
 
-def _issue_timing(
+def issue_timing(
     active: jnp.ndarray,
     cycle: jnp.ndarray,
     issued: jnp.ndarray,
@@ -428,8 +492,9 @@ def _issue_timing(
     )
 
 
-class _Old(NamedTuple):
-    """Values of the old state read once, behind an optimization barrier (see `_step_at_width`)."""
+class OldValues(NamedTuple):
+    """Values of the old state a step reads before it writes anything (in the `lax` step behind
+    an optimization barrier, see `_step_at_width`; the kernel reads them first too)."""
 
     moved: jnp.ndarray  # int32[A]: candidate in the last ready slot (moves into j's slot)
     moved_e: jnp.ndarray  # int32[A]
@@ -437,6 +502,8 @@ class _Old(NamedTuple):
     moved_born: jnp.ndarray  # int32[F, A]
     moved_kill: jnp.ndarray  # int32[F, A]
     kill_s: jnp.ndarray  # int32[F, D, A]: kill widths of j's successors
+    preds_s: jnp.ndarray  # int32[D, A]: their unscheduled predecessors
+    earliest_s: jnp.ndarray  # int32[D, A]: their earliest cycles
     rem_u: jnp.ndarray  # int32[U, A]: remaining uses of j's uses
     rem_d: jnp.ndarray  # int32[V, A]: ... of j's defs
     xor_u: jnp.ndarray  # int32[U, A]
@@ -445,9 +512,9 @@ class _Old(NamedTuple):
     live_d: jnp.ndarray  # bool[V, A]
 
 
-def _read_old(st: AntsState, last_slot, s, u, d, ant, a0) -> _Old:
+def _read_old(st: AntsState, last_slot, s, u, d, ant, a0) -> OldValues:
     r = st.ready
-    return _Old(
+    return OldValues(
         *lax.optimization_barrier(
             (
                 r.ids[last_slot, a0],
@@ -456,6 +523,8 @@ def _read_old(st: AntsState, last_slot, s, u, d, ant, a0) -> _Old:
                 r.born[:, last_slot, a0],
                 r.kill[:, last_slot, a0],
                 st.kill[:, s, ant],
+                st.preds_left[s, ant],
+                st.earliest[s, ant],
                 st.remaining[u, ant],
                 st.remaining[d, ant],
                 st.users_xor[u, ant],
@@ -467,7 +536,7 @@ def _read_old(st: AntsState, last_slot, s, u, d, ant, a0) -> _Old:
     )
 
 
-def _remove(r: ReadyList, old: _Old, pick, last_slot, j, active, a0) -> ReadyList:
+def _remove(r: ReadyList, old: OldValues, pick, last_slot, j, active, a0) -> ReadyList:
     """Remove j (slot ``pick``) from the ready lists: the last candidate moves into its slot."""
     N = r.slot_of.shape[0] - 1
     K = r.ids.shape[0] - 1
@@ -488,29 +557,127 @@ def _remove(r: ReadyList, old: _Old, pick, last_slot, j, active, a0) -> ReadyLis
     )
 
 
+class Released(NamedTuple):
+    """j's successors after its issue (``[D, A]``, pure math shared with the kernel)."""
+
+    preds_left: jnp.ndarray  # int32[D, A]: their unscheduled predecessors now
+    earliest: jnp.ndarray  # int32[D, A]: their earliest cycle now
+    new: jnp.ndarray  # bool[D, A]: became ready (enter the ready list)
+    pos: jnp.ndarray  # int32[D, A]: their ready slot (K: not new)
+    count: jnp.ndarray  # int32[A]: ready candidates after them
+
+
+def released(
+    s, preds_s, earliest_s, lat, c_j, count, *, sentinel: int, dummy_slot: int
+) -> Released:
+    """Release j's successors ``s`` [D, A] (unique, sentinel padding) given their old
+    predecessor counts and earliest cycles and the edge latencies ``lat`` (0 in the RP pass):
+    the newly free ones get the next slots after ``count``."""
+    left = preds_s - 1
+    new = (left == 0) & (s != sentinel)
+    pos = jnp.where(new, count[None, :] + jnp.cumsum(new.astype(jnp.int32), axis=0) - 1, 0)
+    return Released(
+        preds_left=left,
+        earliest=jnp.maximum(earliest_s, c_j[None, :] + lat),
+        new=new,
+        pos=jnp.where(new, jnp.minimum(pos, dummy_slot), dummy_slot),
+        count=count + new.astype(jnp.int32).sum(axis=0),
+    )
+
+
 def _release(
-    r: ReadyList, st: AntsState, prep: Prepared, inp: StepInputs, j, c_j, s, kill_s, ant
+    r: ReadyList, st: AntsState, prep: Prepared, inp: StepInputs, old: OldValues, j, c_j, s, ant
 ) -> tuple[ReadyList, jnp.ndarray, jnp.ndarray]:
     """Release j's successors ``s`` [D, A]; newly free ones enter the ready lists.
     Returns (ready lists, preds_left, earliest)."""
     N = prep.succ.shape[0] - 1
     K = r.ids.shape[0] - 1
     lat = jnp.where(inp.timed, prep.succ_lat[j].T, 0)
-    preds_left = st.preds_left.at[s, ant].add(-1)
-    new = (preds_left[s, ant] == 0) & (s != N)
-    earliest = st.earliest.at[s, ant].max(c_j[None, :] + lat)
-    pos = jnp.minimum(jnp.where(new, r.count[None, :] + jnp.cumsum(new, axis=0) - 1, K), K)
-    s_new = jnp.where(new, s, N)
+    rel = released(s, old.preds_s, old.earliest_s, lat, c_j, r.count, sentinel=N, dummy_slot=K)
+    pos = rel.pos
+    s_new = jnp.where(rel.new, s, N)
     r = ReadyList(
         ids=r.ids.at[pos, ant].set(s_new).at[K].set(N),
-        e=r.e.at[pos, ant].set(earliest[s, ant]),
+        e=r.e.at[pos, ant].set(rel.earliest),
         key=r.key.at[pos, ant].set(inp.key[s]),
         born=r.born.at[:, pos, ant].set(prep.def_wf[:, s]),
-        kill=r.kill.at[:, pos, ant].set(kill_s),
-        count=r.count + new.sum(axis=0).astype(jnp.int32),
+        kill=r.kill.at[:, pos, ant].set(old.kill_s),
+        count=rel.count,
         slot_of=r.slot_of.at[s_new, ant].set(pos).at[N].set(K),
     )
+    preds_left = st.preds_left.at[s, ant].set(rel.preds_left)
+    earliest = st.earliest.at[s, ant].set(rel.earliest)
     return r, preds_left, earliest
+
+
+class RegisterUpdate(NamedTuple):
+    """j's registers after its issue (pure math shared with the kernel)."""
+
+    rem_u: jnp.ndarray  # int32[U, A]: remaining uses of j's uses
+    xor_u: jnp.ndarray  # int32[U, A]: XOR of their unscheduled users
+    live_u: jnp.ndarray  # bool[U, A]: still live (a register also defined by j: see live_d)
+    live_d: jnp.ndarray  # bool[V, A]: j's defs live after j (wins over live_u)
+    live_w: jnp.ndarray  # int32[F, A]: live width per file after j
+    peak: jnp.ndarray  # int32[F, A]
+    kill_u: jnp.ndarray  # int32[U, A]: instruction now killing each used register (N: none)
+    kill_d: jnp.ndarray  # int32[V, A]: ... each defined register
+    u_in_d: jnp.ndarray  # bool[U, A]: the used register is also defined by j
+
+
+def register_update(
+    j,
+    u,
+    d,
+    old: OldValues,
+    out_u,
+    out_d,
+    wf_u,
+    wf_d,
+    live_w,
+    peak,
+    live_through,
+    *,
+    n_sentinel,
+    r_sentinel,
+) -> RegisterUpdate:
+    """Issue j's registers ``u`` [U, A] and ``d`` [V, A] (unique per instruction, sentinel
+    ``r_sentinel``) given their old state (``old``: rem/xor/live of u and d), live-out flags
+    and per-file widths ``wf_u`` [F, U, A], ``wf_d`` [F, V, A]: uses first (last uses die),
+    then defs are born, the peak is recorded, then dead defs die; then the last-use bookkeeping
+    (a live register with one use left is killed by that last user)."""
+    # A register both used and defined by j sees the effect of the use on its def.
+    same = (d[:, None, :] == u[None, :, :]) & (d[:, None, :] != r_sentinel)  # [V, U, A]
+    rem_u = old.rem_u - 1
+    die = (rem_u == 0) & old.live_u & ~out_u
+    d_in_u = any_(same, 1)
+    rem_d = old.rem_d - d_in_u.astype(jnp.int32)
+    live_d = old.live_d & ~any_(same & die[None], 1)
+    xor_u = old.xor_u ^ j[None, :]
+    xor_d = jnp.where(d_in_u, old.xor_d ^ j[None, :], old.xor_d)
+    born = ~live_d & (d != r_sentinel)
+    dead_def = (rem_d == 0) & (live_d | born) & ~out_d
+
+    def per_file(wf, mask):  # [F, M, A] widths where mask [M, A], summed -> [F, A]
+        return (wf * mask[None].astype(jnp.int32)).sum(axis=1)
+
+    live_w = live_w - per_file(wf_u, die) + per_file(wf_d, born)
+    peak = jnp.maximum(peak, live_w + live_through[:, None])
+    return RegisterUpdate(
+        rem_u=rem_u,
+        xor_u=xor_u,
+        live_u=old.live_u & ~die,
+        live_d=(live_d | born) & ~dead_def,
+        live_w=live_w - per_file(wf_d, dead_def),
+        peak=peak,
+        kill_u=jnp.where((rem_u == 1) & old.live_u & ~out_u, xor_u, n_sentinel),
+        kill_d=jnp.where((rem_d == 1) & born & ~out_d, xor_d, n_sentinel),
+        u_in_d=any_(same, 0),
+    )
+
+
+def now_dead(dead: jnp.ndarray, peak: jnp.ndarray, rp_limit: jnp.ndarray) -> jnp.ndarray:
+    """bool[A]: an ant dies once its peak (int32[F, A]) breaks the RP limit (int32[F])."""
+    return dead | any_(peak > rp_limit[:, None], 0)
 
 
 class _Regs(NamedTuple):
@@ -523,41 +690,27 @@ class _Regs(NamedTuple):
     ready_kill: jnp.ndarray  # int32[F, K + 1, A]
 
 
-def _registers(st: AntsState, r: ReadyList, prep: Prepared, old: _Old, j, u, d, ant) -> _Regs:
-    """Issue j's registers: uses first (last uses die), then defs are born, the peak is
-    recorded, then dead defs die; then the last-use bookkeeping (a live register with one use
-    left is killed by that last user: its kill width grows, in its ready slot too)."""
+def _registers(st: AntsState, r: ReadyList, prep: Prepared, old: OldValues, j, u, d, ant) -> _Regs:
+    """`register_update` on the `lax` state: scatter the new register state, and add the width
+    a register's last user now kills to that user (in its ready slot too)."""
     N = prep.succ.shape[0] - 1
     R = prep.reg_wf.shape[0] - 1
     K = r.ids.shape[0] - 1
-    # A register both used and defined by j sees the effect of the use on its def.
-    same = (d[:, None, :] == u[None, :, :]) & (d[:, None, :] != R)  # [V, U, A]
-    rem_u = old.rem_u - 1
-    out_u = prep.reg_live_out[u]
-    die = (rem_u == 0) & old.live_u & ~out_u
-    rem_d = old.rem_d - same.any(axis=1)
-    live_d = old.live_d & ~(same & die[None]).any(axis=1)
-    xor_u = old.xor_u ^ j[None, :]
-    xor_d = jnp.where(same.any(axis=1), old.xor_d ^ j[None, :], old.xor_d)
-    born = ~live_d & (d != R)
-    dead_def = (rem_d == 0) & (live_d | born) & ~prep.reg_live_out[d]
-    live_w = st.live_w - _per_file(prep.reg_wf, u, die) + _per_file(prep.reg_wf, d, born)
-    peak = jnp.maximum(st.peak, live_w + prep.live_through[:, None])
-    live_w = live_w - _per_file(prep.reg_wf, d, dead_def)
-
-    k_user = jnp.concatenate(
-        [
-            jnp.where((rem_u == 1) & old.live_u & ~out_u, xor_u, N),
-            jnp.where((rem_d == 1) & born & ~prep.reg_live_out[d], xor_d, N),
-        ]
-    )  # [U + V, A]
-    k_width = jnp.concatenate([prep.reg_wf[u], prep.reg_wf[d]]).transpose(2, 0, 1)
+    wf_u = prep.reg_wf[u].transpose(2, 0, 1)  # [F, U, A]
+    wf_d = prep.reg_wf[d].transpose(2, 0, 1)
+    out_u, out_d = prep.reg_live_out[u], prep.reg_live_out[d]
+    up = register_update(
+        j, u, d, old, out_u, out_d, wf_u, wf_d, st.live_w, st.peak, prep.live_through,
+        n_sentinel=N, r_sentinel=R,
+    )  # fmt: skip
+    k_user = jnp.concatenate([up.kill_u, up.kill_d])  # [U + V, A]
+    k_width = jnp.concatenate([wf_u, wf_d], axis=1)  # [F, U + V, A]
     return _Regs(
-        remaining=st.remaining.at[u, ant].set(rem_u),
-        users_xor=st.users_xor.at[u, ant].set(xor_u),
-        live=st.live.at[u, ant].set(old.live_u & ~die).at[d, ant].set((live_d | born) & ~dead_def),
-        live_w=live_w,
-        peak=peak,
+        remaining=st.remaining.at[u, ant].set(up.rem_u),
+        users_xor=st.users_xor.at[u, ant].set(up.xor_u),
+        live=st.live.at[u, ant].set(up.live_u).at[d, ant].set(up.live_d),
+        live_w=up.live_w,
+        peak=up.peak,
         kill=st.kill.at[:, k_user, ant].add(k_width).at[:, N].set(0),
         ready_kill=r.kill.at[:, r.slot_of[k_user, ant], ant].add(k_width).at[:, K].set(0),
     )
@@ -615,12 +768,12 @@ def _step_at_width(
     pick, cycle, issued, j, e_pick = lax.optimization_barrier(
         (pick, cycle, issued, st.ready.ids[pick, a0], st.ready.e[pick, a0])
     )  # j: [A], N when inactive
-    timing = _issue_timing(active, cycle, issued, e_pick, st.stalls, inp.issue_width)
+    timing = issue_timing(active, cycle, issued, e_pick, st.stalls, inp.issue_width)
     last_slot = jnp.where(active, st.ready.count - 1, K)
     s, u, d = prep.succ[j].T, prep.uses[j].T, prep.defs[j].T  # [D, A], [U, A], [V, A]
     old = _read_old(st, last_slot, s, u, d, ant, a0)
     ready = _remove(st.ready, old, pick, last_slot, j, active, a0)
-    ready, preds_left, earliest = _release(ready, st, prep, inp, j, timing.c_j, s, old.kill_s, ant)
+    ready, preds_left, earliest = _release(ready, st, prep, inp, old, j, timing.c_j, s, ant)
     regs = _registers(st, ready, prep, old, j, u, d, ant)
     return AntsState(
         ready=ready._replace(kill=regs.ready_kill),
@@ -636,7 +789,7 @@ def _step_at_width(
         cycle=timing.cycle,
         issued=timing.issued,
         stalls=timing.stalls,
-        dead=st.dead | (regs.peak > inp.rp_limit[:, None]).any(axis=0),
+        dead=now_dead(st.dead, regs.peak, inp.rp_limit),
         order=st.order.at[t].set(j),
     )
 
@@ -698,6 +851,11 @@ def construct_ants(
         return ants_step(t, st, prep, inp, params, seeds, batch_axis=batch_axis)
 
     st = lax.fori_loop(0, num_steps, body, init_ants(prep, ants, inp.key))
+    return ant_results(st)
+
+
+def ant_results(st: AntsState) -> AntResults:
+    """The results of finished ants (any state with the `AntsState` per-ant fields)."""
     length = jnp.where(st.issued > 0, st.cycle + 1, st.cycle)
     return AntResults(
         order=st.order.T, peak=st.peak.T, length=length, stalls=st.stalls, dead=st.dead

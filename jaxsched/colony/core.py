@@ -282,15 +282,22 @@ def step(
     """One iteration of every region's current pass (regions that are done stay as they are)."""
     config = config or default_config()
     num_steps = jnp.max(problem.prep.n)
+    live = jax.vmap(partial(running, config=config))(state.current) & (state.phase < DONE)
 
-    def one(p: ColonyProblem, ps: PassState) -> PassState:
+    def one(p: ColonyProblem, ps: PassState, active: jnp.ndarray) -> PassState:
         return iterate(
-            ps, p.prep, p.machine, params, num_steps, config=config, batch_axis="regions"
+            ps,
+            p.prep,
+            p.machine,
+            params,
+            num_steps,
+            config=config,
+            batch_axis="regions",
+            active=active,
         )
 
-    axes = (_problem_axes(problem), 0)
-    new = jax.vmap(one, in_axes=axes, axis_name="regions")(problem, state.current)
-    live = jax.vmap(partial(running, config=config))(state.current) & (state.phase < DONE)
+    axes = (_problem_axes(problem), 0, 0)
+    new = jax.vmap(one, in_axes=axes, axis_name="regions")(problem, state.current, live)
     state = state._replace(current=_select(live, new, state.current))
     return _advance(state, problem, params, config)
 

@@ -1,9 +1,12 @@
 """`schedule`: the host shell over the device core (`jaxsched.colony.core`).
 
 Regions are grouped by padded shape (size buckets) and split into batches that fit the memory
-budget; each batch becomes a `ColonyProblem`, is solved by one jitted `solve` call and unpadded
-into `Result`s. Options that need the host stay here: the exact search, batching, memory,
-progress.
+budget (few batch sizes per bucket: few executables, which `warmup` compiles ahead); each
+batch becomes a `ColonyProblem`, is solved by the jitted ``init``, ``run`` (in chunks, for
+progress) and ``solution`` calls, and is unpadded into `Result`s; the next batch is prepared
+while the device runs. With ``devices`` (or several processes) each batch is one call over a
+mesh of devices (`jaxsched.colony.sharding`), with the same results. Options that need the host
+stay here: the exact search, batching, memory, progress.
 """
 
 from __future__ import annotations
@@ -14,14 +17,22 @@ import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsched.colony import sharding
+from jaxsched.colony import dispatch, sharding
 from jaxsched.colony.core import DONE, Solution, default_config, init, run, solution
-from jaxsched.colony.memory import DEFAULT_MEMORY_BUDGET, estimate_bytes, fit_ants
+from jaxsched.colony.memory import (
+    DEFAULT_MEMORY_BUDGET,
+    batch_cap,
+    batch_sizes,
+    choose_batch,
+    estimate_bytes,  # noqa: F401 (part of this module's API, as before memory.py)
+    fit_ants,
+)
 from jaxsched.colony.params import (
     NO_FILTERS,
     ColonyConfig,
@@ -36,10 +47,10 @@ from jaxsched.colony.problem import (
     canonical_shape,
     problem,
 )
-from jaxsched.compilation import COMPILED
+from jaxsched.compilation import COMPILED, ensure_persistent_cache
 from jaxsched.errors import InputError
 from jaxsched.machines.model import Machine, gfx906
-from jaxsched.problem.padded import PaddedShape, next_pow2, padded_shape
+from jaxsched.problem.padded import PaddedShape, padded_shape
 from jaxsched.problem.region import Region
 
 _init_jit = jax.jit(init, static_argnames=("config",))
@@ -126,6 +137,17 @@ class Result:
         return cls(**kw)
 
 
+class Batch(NamedTuple):
+    """One colony call of `schedule`."""
+
+    indices: list[int]  # regions of the call (input positions; in a multi-process run, this
+    # process's, possibly none)
+    shape: PaddedShape  # the group's padded shape
+    config: ColonyConfig  # ants (and pheromone dtype) fitted to the memory budget
+    size: int  # regions this process feeds (>= len(indices); padded)
+    placement: sharding.Placement | None = None  # the devices of the call; None: the default
+
+
 def group_regions(
     regions: Sequence[Region], machine: Machine, config: ColonyConfig, options: Options
 ) -> dict[tuple[int, ColonyConfig], tuple[list[int], PaddedShape]]:
@@ -145,7 +167,7 @@ def group_regions(
                 f"regions of {n} instructions (padded) run with {cfg.ants} ants "
                 f"instead of {config.ants} and a {cfg.pheromone_dtype} pheromone table to fit "
                 f"the memory budget of {options.memory_budget >> 20} MiB",
-                stacklevel=3,
+                stacklevel=4,
             )
         shape = shapes[idxs[0]]
         for i in idxs[1:]:
@@ -156,20 +178,30 @@ def group_regions(
 
 def plan_batches(
     regions: Sequence[Region], machine: Machine, config: ColonyConfig, options: Options
-) -> list[tuple[list[int], PaddedShape, ColonyConfig]]:
-    """Batches of regions on one device (`group_regions`, then split to fit the memory budget:
-    powers of two, so few distinct batch shapes)."""
-    return _split(group_regions(regions, machine, config, options), options)
+) -> list[Batch]:
+    """Batches of regions on the default device: `group_regions`, each group split into calls
+    of one batch size (`choose_batch`: few distinct batch shapes) that fit the memory budget."""
+    groups = group_regions(regions, machine, config, options)
+    return _split(groups, options)
 
 
-def _split(groups: dict, options: Options) -> list[tuple[list[int], PaddedShape, ColonyConfig]]:
+def _split(groups: dict, options: Options) -> list[Batch]:
     plan = []
     for (_, cfg), (idxs, shape) in sorted(groups.items(), key=lambda g: (g[0][0], -g[0][1].ants)):
-        per_region = estimate_bytes(shape, cfg.ants, 1, cfg.pheromone_dtype)
-        size = max(1, min(options.max_batch, options.memory_budget // per_region))
-        size = 1 << (size.bit_length() - 1)
-        plan += [(idxs[k : k + size], shape, cfg) for k in range(0, len(idxs), size)]
+        cap = batch_cap(shape, cfg, options.memory_budget, options.max_batch)
+        size = choose_batch(len(idxs), cap)
+        plan += [Batch(idxs[k : k + size], shape, cfg, size) for k in range(0, len(idxs), size)]
     return plan
+
+
+def _plan(regions: list[Region], machine: Machine, config: ColonyConfig, options: Options):
+    """The batches of `schedule`: `plan_batches`, or with devices (or several processes) the
+    calls `sharding.plan_calls` agrees on with the other processes."""
+    groups = group_regions(regions, machine, config, options)
+    if options.devices is None and jax.process_count() == 1:
+        return _split(groups, options)
+    devices = sharding.select_devices("all" if options.devices is None else options.devices)
+    return [Batch(*call) for call in sharding.plan_calls(groups, options, devices)]
 
 
 # ------------------------------------------------------------------------------ options
@@ -270,7 +302,9 @@ def to_result(region: Region, machine: Machine, sol: Solution, b: int, exact, se
 
 
 class _LocalCalls:
-    """The device calls of `solve_batch` on the default device."""
+    """The device calls of `solve_batch` on the default device (`sharding.ShardedCalls` on a
+    mesh): ``init`` and ``run`` return (state, flag), ``finished(flag)`` is True when every
+    region of the batch is done."""
 
     adaptive = True
 
@@ -280,15 +314,60 @@ class _LocalCalls:
     def prepare(self, prob: ColonyProblem) -> ColonyProblem:
         return prob
 
+    def compile(self, prob: ColonyProblem, params: ColonyParams, key: jax.Array) -> None:
+        """Compile (or load from the persistent cache) init, run and solution for ``prob``'s
+        shapes."""
+        COMPILED.compiled(_init_jit, self.static, prob, params, key)
+        state = jax.eval_shape(partial(init, **self.static), prob, params, key)
+        COMPILED.compiled(_run_jit, self.static, state, prob, params, jnp.int32(1))
+        COMPILED.compiled(_solution_jit, {}, state, prob, params)
+
     def init(self, prob: ColonyProblem, params: ColonyParams, key: jax.Array):
-        return COMPILED(_init_jit, self.static, prob, params, key)
+        state = COMPILED(_init_jit, self.static, prob, params, key)
+        return state, state.phase
 
     def run(self, state, prob, params, steps: int):
         state = COMPILED(_run_jit, self.static, state, prob, params, jnp.int32(steps))
-        return state, bool((np.asarray(state.phase) == DONE).all())
+        return state, state.phase
+
+    def finished(self, phase: jax.Array) -> bool:
+        return bool((np.asarray(phase) == DONE).all())
 
     def solution(self, state, prob, params) -> Solution:
         return jax.device_get(COMPILED(_solution_jit, {}, state, prob, params))
+
+
+def _calls(config: ColonyConfig, placement: sharding.Placement | None):
+    return _LocalCalls(config) if placement is None else sharding.ShardedCalls(config, placement)
+
+
+class _Prepared(NamedTuple):
+    """A batch ready to run: its problem on its devices, its executables compiled."""
+
+    prob: ColonyProblem
+    compile_s: float  # seconds compiling (problem derivation, init, run, solution)
+    host_s: float  # other seconds preparing it (padding, transfers)
+
+
+def _prepare(batch: Batch, regions, machine, params, key, options: Options, exact) -> _Prepared:
+    """Build a batch's problem (derivation dispatched; a process with no region of the call
+    feeds a placeholder that is skipped), place it and compile its executables."""
+    t0, c0 = time.perf_counter(), COMPILED.compile_seconds
+    prob = problem(
+        [regions[i] for i in batch.indices] or [sharding.placeholder()],
+        machine,
+        shape=batch.shape,
+        batch=batch.size,
+        starts=options.starts,
+        exact=[exact.get(i) for i in batch.indices],
+    )
+    if not batch.indices:
+        prob = prob._replace(real=jnp.zeros_like(prob.real))
+    calls = _calls(batch.config, batch.placement)
+    prob = calls.prepare(prob)
+    calls.compile(prob, params, key)
+    compiled = COMPILED.compile_seconds - c0
+    return _Prepared(prob, compiled, time.perf_counter() - t0 - compiled)
 
 
 def solve_batch(
@@ -297,38 +376,41 @@ def solve_batch(
     key: jax.Array,
     config: ColonyConfig,
     on_iteration: Callable[[int], None] | None = None,
+    meanwhile: Callable[[], None] | None = None,
     placement: sharding.Placement | None = None,
 ) -> Solution:
     """`jaxsched.colony.solve` driven from the host in chunks of iterations (same result),
     so long batches report progress: ``on_iteration(iterations done)`` after each chunk.
     Chunks double while a call takes under a second (always, with several processes).
+    ``meanwhile()`` runs once on the host while the device runs the first chunk (`schedule`
+    prepares the next batch there), or at once when no iteration runs.
 
     With a ``placement`` (`jaxsched.colony.sharding`), ``prob`` is this process's part of the
-    batch, spread over the placement's mesh, and the result is this process's part (every
-    process calls it). Returns a host (NumPy) `Solution`."""
-    calls = _LocalCalls(config) if placement is None else sharding.ShardedCalls(config, placement)
+    batch (or that part already placed on the mesh), and the result is this process's part
+    (every process calls it). Returns a host (NumPy) `Solution`."""
+    calls = _calls(config, placement)
     prob = calls.prepare(prob)
-    state = calls.init(prob, params, key)
+    state, flag = calls.init(prob, params, key)
     chunk, done = 1, 0
-    while True:
+    # A batch whose passes were all skipped (bounds met) needs no iteration.
+    while not calls.finished(flag):
+        if done > 2 * config.max_iterations + 2:  # cannot happen: each pass is capped
+            raise RuntimeError("colony: passes did not end within their iteration caps")
         t0 = time.perf_counter()
-        state, finished = calls.run(state, prob, params, chunk)
+        state, flag = calls.run(state, prob, params, chunk)
+        if meanwhile is not None:
+            m0 = time.perf_counter()
+            meanwhile()
+            t0 += time.perf_counter() - m0
+            meanwhile = None
         done += chunk
         if on_iteration is not None:
             on_iteration(done)
-        if finished or done > 2 * config.max_iterations + 2:
-            return calls.solution(state, prob, params)
         if not calls.adaptive or time.perf_counter() - t0 < 1.0:
             chunk = min(2 * chunk, 2 * config.max_iterations)
-
-
-def _plan(regions: list[Region], machine: Machine, config: ColonyConfig, options: Options) -> list:
-    """(region indices, shape, config, placement or None) per call."""
-    groups = group_regions(regions, machine, config, options)
-    if options.devices is None and jax.process_count() == 1:
-        return [(*batch, None) for batch in _split(groups, options)]
-    devices = sharding.select_devices("all" if options.devices is None else options.devices)
-    return sharding.plan_calls(groups, options, devices)
+    if meanwhile is not None:  # no iteration ran: the host work still has to happen
+        meanwhile()
+    return calls.solution(state, prob, params)
 
 
 def schedule(
@@ -357,33 +439,91 @@ def schedule(
       progress: called after each batch with (region indices, their results); in a
         multi-process run after every call on every process, possibly with none.
       on_iteration: called during a batch with (regions in the batch, iterations done).
+
+    The persistent compilation cache is turned on (`ensure_persistent_cache`), and each batch
+    is prepared (problem, compilation) while the device runs the previous one's first chunk.
     """
     regions = [regions] if isinstance(regions, Region) else list(regions)
     machine = machine or gfx906()
     config, params, options = split_overrides(overrides, config, params, options)
+    dispatch.check(config)
     for r in regions:
         r.check_machine(machine)
+    ensure_persistent_cache()
     key = seed if isinstance(seed, jax.Array) else jax.random.key(int(seed))
     exact = _run_exact(regions, machine, options)
     results: list[Result | None] = [None] * len(regions)
-    for idxs, shape, cfg, where in _plan(regions, machine, config, options):
-        t0, c0 = time.perf_counter(), COMPILED.compile_seconds
-        prob = problem(
-            [regions[i] for i in idxs] or [sharding.placeholder()],
-            machine,
-            shape=shape,
-            batch=next_pow2(len(idxs)) if where is None else where.local_batch,
-            starts=options.starts,
-            exact=[exact.get(i) for i in idxs],
-        )
-        if not idxs:
-            prob = prob._replace(real=jnp.zeros_like(prob.real))
+    plan = _plan(regions, machine, config, options)
+    ready = {}
+
+    def prepare(k: int) -> None:
+        ready[k] = _prepare(plan[k], regions, machine, params, key, options, exact)
+
+    if plan:
+        prepare(0)
+    for k, batch in enumerate(plan):
+        t0, call, idxs = time.perf_counter(), ready.pop(k), batch.indices
+        ahead = partial(prepare, k + 1) if k + 1 < len(plan) else None
         beat = None if on_iteration is None else partial(on_iteration, len(idxs))
-        sol = solve_batch(prob, params, key, cfg, beat, where)
-        compiled = COMPILED.compile_seconds - c0
-        seconds = (compiled, time.perf_counter() - t0 - compiled)
+        sol = solve_batch(call.prob, params, key, batch.config, beat, ahead, batch.placement)
+        nxt = ready.get(k + 1)
+        spent = time.perf_counter() - t0 - (nxt.compile_s + nxt.host_s if nxt else 0.0)
+        seconds = (call.compile_s, call.host_s + spent)
         for b, i in enumerate(idxs):
             results[i] = to_result(regions[i], machine, sol, b, exact.get(i), seconds)
         if progress is not None:
             progress(list(idxs), [results[i] for i in idxs])
     return results  # type: ignore[return-value]
+
+
+#: Buckets `warmup` compiles by default (regions of up to 1,024 instructions).
+WARMUP_BUCKETS = (16, 32, 64, 128, 256, 512, 1024)
+
+
+def warmup(
+    machine: Machine | None = None,
+    *,
+    buckets: Sequence[int] = WARMUP_BUCKETS,
+    batches: Sequence[int] | None = None,
+    config: ColonyConfig | None = None,
+    params: ColonyParams | None = None,
+    options: Options | None = None,
+    progress: Callable[[dict], None] | None = None,
+    **overrides,
+) -> list[dict]:
+    """Compile the executables `schedule` uses (problem derivation, init, run, solution) for
+    each bucket's `canonical_shape`, its fitted config (`fit_ants`) and batch sizes
+    (`batch_sizes` up to `batch_cap`, or ``batches``), into the persistent cache
+    (`ensure_persistent_cache`), so that a later `schedule` with the same machine, options
+    and JAX installation compiles nothing for regions that fit those shapes (regions with more
+    successors, predecessors, uses, defs or registers grow their bucket's shape and compile at
+    first use). Returns one record per (bucket, batch): ants, compilations, seconds."""
+    from jaxsched.problem.generate import generate_region
+
+    machine = machine or gfx906()
+    config, params, options = split_overrides(overrides, config, params, options)
+    dispatch.check(config)
+    ensure_persistent_cache()
+    bad = [b for b in buckets if b < 16 or b & (b - 1)]
+    if bad:
+        raise InputError(f"warmup: buckets are powers of two from 16, got {bad}")
+    region, key = generate_region(0, 2), jax.random.key(0)
+    out = []
+    for n in buckets:
+        shape = canonical_shape(PaddedShape(n, 1, 1, 1, 1, 1, 1, machine.num_files))
+        cfg = fit_ants(shape, config, options.memory_budget)
+        cap = batch_cap(shape, cfg, options.memory_budget, options.max_batch)
+        for size in batches or batch_sizes(cap):
+            c0, t0 = COMPILED.compilations, time.perf_counter()
+            _prepare(Batch([0], shape, cfg, size), [region], machine, params, key, options, {})
+            rec = {
+                "bucket": n,
+                "batch": size,
+                "ants": cfg.ants,
+                "compilations": COMPILED.compilations - c0,
+                "seconds": time.perf_counter() - t0,
+            }
+            out.append(rec)
+            if progress is not None:
+                progress(rec)
+    return out

@@ -1,8 +1,9 @@
 """One colony iteration of one pass on one region (vmap over the regions of a batch).
 
-Each iteration: all ants construct (`construct.construct_ants`), the iteration winner is found by
-a reduction, the pheromone evaporates and the winner's links get a deposit, the table is clamped,
-and the global best, the stall budget and the history are updated. A pass runs while
+Each iteration: all ants construct (`dispatch.construct`: the `lax` path or the fused kernel),
+the iteration winner is found by a reduction, the pheromone evaporates and the winner's links
+get a deposit, the table is clamped, and the global best, the stall budget and the history are
+updated. A pass runs while
 `running`: the best is above the pass's lower bound, fewer than ``patience`` iterations passed
 without improvement, and the iteration cap is not reached.
 """
@@ -14,15 +15,9 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from jaxsched.colony import dispatch
 from jaxsched.colony.antshard import ant_total, ant_winner
-from jaxsched.colony.construct import (
-    BIG,
-    AntResults,
-    Prepared,
-    StepInputs,
-    construct_ants,
-    static_key,
-)
+from jaxsched.colony.construct import BIG, AntResults, Prepared, StepInputs, static_key
 from jaxsched.colony.params import ColonyConfig, ColonyParams
 from jaxsched.machines.model import RP_UNLIMITED, MachineArrays, rp_cost_jax, rp_limits
 
@@ -175,21 +170,24 @@ def iterate(
     *,
     config: ColonyConfig,
     batch_axis: str | None = None,
+    active: jnp.ndarray | bool = True,
 ) -> PassState:
     """One iteration of the pass (call it only while `running`). ``num_steps`` (unbatched):
-    the batch's largest n; ``batch_axis``: the name of a `vmap` over regions, if any."""
-    res = construct_ants(
+    the batch's largest n; ``batch_axis``: the name of a `vmap` over regions, if any;
+    ``active`` False: the caller discards the result (the fused kernel then skips the region's
+    construction; the result is garbage)."""
+    res = dispatch.construct(
         prep,
         step_inputs(ps, prep, machine, params),
         params,
         jax.random.fold_in(ps.key, ps.iteration),
         num_steps,
-        wavefronts=config.wavefronts,
-        wavefront_size=config.wavefront_size,
+        config=config,
         uniform_exploration=jnp.where(
             ps.timed, config.uniform_exploration_ilp, config.uniform_exploration_rp
         ),
         batch_axis=batch_axis,
+        active=active,
         ant_axis=config.ant_axis,
     )
     costs = ant_costs(res, machine, ps.timed, config.wavefront_size)

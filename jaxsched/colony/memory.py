@@ -1,4 +1,5 @@
-"""Device memory of colony calls: the estimate from shapes, and the ants that fit a budget.
+"""Device memory of colony calls: the estimate from shapes, the ants that fit a budget, and the
+batch sizes a call may use.
 
 The budget is per device: a call on several devices gives each device its own share of the
 batch (and, when a region's ants are split, its share of the ants).
@@ -48,3 +49,31 @@ def fit_ants(shape: PaddedShape, config: ColonyConfig, budget: int) -> ColonyCon
         f"wavefront of {config.wavefront_size} ants, over the memory budget of "
         f"{budget / 2**20:.0f} MiB; raise the memory budget or lower the wavefront size"
     )
+
+
+def batch_sizes(cap: int) -> tuple[int, ...]:
+    """The batch sizes (regions per device) a call uses up to ``cap`` (a power of two): powers
+    of 4 below it, and ``cap``. Few sizes mean few executables per bucket (`warmup` compiles
+    them all)."""
+    out, b = [], 1
+    while b < cap:
+        out.append(b)
+        b *= 4
+    return (*out, cap)
+
+
+def choose_batch(count: int, cap: int) -> int:
+    """Batch size for ``count`` regions of a group (all its calls use it): one call padded to
+    the next size up to ``cap``; beyond, the largest size padding at most 1/8 more."""
+    sizes = batch_sizes(cap)
+    if count <= cap:
+        return min(b for b in sizes if b >= count)
+    return max(b for b in sizes if -(-count // b) * b * 8 <= count * 9)
+
+
+def batch_cap(shape: PaddedShape, config: ColonyConfig, budget: int, max_batch: int) -> int:
+    """The largest batch size (a power of two) of regions of ``shape`` run with ``config``
+    (fitted by `fit_ants`; its ants on one device) within ``budget`` bytes and ``max_batch``."""
+    per_region = estimate_bytes(shape, config.ants, 1, config.pheromone_dtype)
+    cap = max(1, min(max_batch, budget // per_region))
+    return 1 << (cap.bit_length() - 1)

@@ -14,6 +14,8 @@ import jax.numpy as jnp
 
 from jaxsched.errors import InputError
 
+#: `ColonyConfig.construction` values.
+CONSTRUCTIONS = ("auto", "lax", "pallas", "interpret")
 #: Pheromone table dtypes (values live in [tau_min, tau_max], 1..8 by default).
 PHEROMONE_DTYPES = ("float32", "float16")
 
@@ -28,6 +30,10 @@ class ColonyConfig:
       max_iterations: hard cap on colony iterations per pass (also the history length).
       uniform_exploration_rp: pass 1 tosses the exploit/explore coin once per wavefront per step.
       uniform_exploration_ilp: same for pass 2 (default: each ant tosses its own).
+      construction: how the ants construct (`CONSTRUCTIONS`): "lax" (the reference: one XLA
+        op per operation per step), "pallas" (one fused Triton kernel per construction; CUDA
+        GPUs), "interpret" (that kernel in the Pallas interpreter, any backend: tests), "auto"
+        (pallas on a CUDA GPU when the shapes allow it, else lax). Results are identical.
       pheromone_dtype: ``"float32"``, or ``"float16"`` to halve the pheromone table's memory
         ((N + 1)^2 entries per region; the host picks it when a large region does not fit).
       ant_axis: inside `jax.shard_map`, the mesh axis a region's ants are split over (whole
@@ -40,6 +46,7 @@ class ColonyConfig:
     max_iterations: int = 50
     uniform_exploration_rp: bool = True
     uniform_exploration_ilp: bool = False
+    construction: str = "auto"
     pheromone_dtype: str = "float32"
     ant_axis: str | None = None
 
@@ -48,6 +55,11 @@ class ColonyConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InputError(f"ColonyConfig.{name} must be an int >= 1, got {value!r}")
+        if self.construction not in CONSTRUCTIONS:
+            raise InputError(
+                f"ColonyConfig.construction must be one of {', '.join(CONSTRUCTIONS)}, "
+                f"got {self.construction!r}"
+            )
         if self.pheromone_dtype not in PHEROMONE_DTYPES:
             raise InputError(
                 f"ColonyConfig.pheromone_dtype must be one of {PHEROMONE_DTYPES}, "

@@ -101,12 +101,13 @@ def _derive(dev: DeviceRegion, machine: MachineArrays, *, ready_slots: int, issu
 
 def canonical_shape(shape: PaddedShape) -> PaddedShape:
     """The shape every region of ``shape.n``'s bucket normally fits in, so that one bucket
-    compiles once however its regions vary: registers >= N, 8 successors and predecessors, 4
-    uses, 2 defs, ready slots = N (decisions only look at the occupied slots, see
+    compiles once however its regions vary: registers >= 2N (regions with more registers than
+    instructions are common: live-ins, several defs), 8 successors and predecessors, 4 uses,
+    2 defs, ready slots = N (decisions only look at the occupied slots, see
     `construct.slot_widths`). Larger regions of the bucket still grow it."""
     n = shape.n
     return shape.join(
-        PaddedShape(n=n, regs=n, succ=8, pred=8, uses=4, defs=2, ready=n, files=shape.files)
+        PaddedShape(n=n, regs=2 * n, succ=8, pred=8, uses=4, defs=2, ready=n, files=shape.files)
     )
 
 

@@ -33,7 +33,7 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from jaxsched.colony.core import DONE, ColonyState, Solution, init, run, solution
-from jaxsched.colony.memory import estimate_bytes
+from jaxsched.colony.memory import batch_cap, choose_batch
 from jaxsched.colony.params import ColonyConfig, ColonyParams
 from jaxsched.colony.problem import ColonyProblem
 from jaxsched.compilation import COMPILED
@@ -86,17 +86,21 @@ def ant_columns(most: int, per_process: int, wavefronts: int) -> int:
 
 def _group_calls(idxs: list[int], shape: PaddedShape, cfg: ColonyConfig, most: int, options,
                  devices: Sequence[jax.Device]) -> list:  # fmt: skip
-    """The calls of one group: ``most`` = the largest count of its regions on one process."""
+    """The calls of one group: ``most`` = the largest count of its regions on one process.
+    Each row holds a batch of `choose_batch` regions, as one device would (the ants of one
+    device, ``cfg.ants / columns``, within the per-device budget)."""
     per_process = len(devices) // jax.process_count()
     cols = ant_columns(most, per_process, cfg.wavefronts)
     rows = per_process // cols
-    per_device = estimate_bytes(shape, cfg.ants // cols, 1, cfg.pheromone_dtype)
-    cap = max(1, min(options.max_batch, options.memory_budget // per_device))
-    count = max(1, -(-most // (rows * cap)))
-    per_row = max(1, -(-most // (rows * count)))
+    one_device = dataclasses.replace(cfg, wavefronts=cfg.wavefronts // cols)
+    cap = batch_cap(shape, one_device, options.memory_budget, options.max_batch)
+    per_row = choose_batch(max(1, -(-most // rows)), cap)
     mesh = Mesh(np.array(devices).reshape(-1, cols), (REGION_AXIS, ANT_AXIS))
     place, take = Placement(mesh, per_row), rows * per_row
-    return [(idxs[k * take : (k + 1) * take], shape, cfg, place) for k in range(count)]
+    return [
+        (idxs[k * take : (k + 1) * take], shape, cfg, place.local_batch, place)
+        for k in range(max(1, -(-most // take)))
+    ]
 
 
 def plan_calls(groups: dict, options, devices: Sequence[jax.Device]) -> list:
@@ -105,7 +109,8 @@ def plan_calls(groups: dict, options, devices: Sequence[jax.Device]) -> list:
     ``groups`` maps (bucket, config) to (this process's region indices, joined shape), as
     `jaxsched.colony.host.group_regions` returns them. The processes' groups are gathered and
     joined; each group is cut into calls of equal shape (one compilation per group) sized by
-    the per-device memory budget. Returns (local indices, shape, config, `Placement`) per call.
+    the per-device memory budget. Returns the fields of a `jaxsched.colony.host.Batch` per
+    call: (local indices, shape, config, regions this process feeds, `Placement`).
     """
     mine = [[n, dataclasses.asdict(c), list(s), len(i)] for (n, c), (i, s) in groups.items()]
     joined: dict[tuple[int, ColonyConfig], tuple[PaddedShape, int]] = {}
@@ -146,13 +151,22 @@ def _shard(fn, mesh: Mesh, in_specs: tuple, out_specs):
     return jax.shard_map(fn, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_vma=False)
 
 
+def _all_done(s: ColonyState) -> jnp.ndarray:
+    """int32[]: 1 when every region of every row is done (the same on every device)."""
+    return lax.pmin((s.phase == DONE).all().astype(jnp.int32), (REGION_AXIS, ANT_AXIS))
+
+
 @partial(jax.jit, static_argnames=("config", "mesh", "impl"))
-def _init(prob, params, key_data, *, config: ColonyConfig, mesh: Mesh, impl: str) -> ColonyState:
+def _init(prob, params, key_data, *, config: ColonyConfig, mesh: Mesh, impl: str):
+    """(initial state, int32[]: 1 when every pass of every region is skipped)."""
+
     def fn(p, par, kd):
-        return init(p, par, jax.random.wrap_key_data(kd, impl=impl), config=config)
+        s = init(p, par, jax.random.wrap_key_data(kd, impl=impl), config=config)
+        return s, _all_done(s)
 
     config = _split_ants(config, mesh)
-    return _shard(fn, mesh, (_specs(prob), P(), P()), P(REGION_AXIS))(prob, params, key_data)
+    specs = (_specs(prob), P(), P())
+    return _shard(fn, mesh, specs, (P(REGION_AXIS), P()))(prob, params, key_data)
 
 
 @partial(jax.jit, static_argnames=("config", "mesh"), donate_argnames=("state",))
@@ -162,8 +176,7 @@ def _run(state, prob, params, steps, *, config: ColonyConfig, mesh: Mesh):
 
     def fn(s, p, par, k):
         s = run(s, p, par, k, config=config)
-        done = (s.phase == DONE).all().astype(jnp.int32)
-        return s, lax.pmin(done, (REGION_AXIS, ANT_AXIS))
+        return s, _all_done(s)
 
     config = _split_ants(config, mesh)
     specs = (P(REGION_AXIS), _specs(prob), P(), P())
@@ -190,31 +203,48 @@ def local_rows(tree):
 class ShardedCalls:
     """The device calls of `jaxsched.colony.host.solve_batch` for a `Placement` (collective:
     every process makes the same calls; ``adaptive`` is False with several processes, so chunk
-    sizes never depend on one process's clock)."""
+    sizes never depend on one process's clock). ``init`` and ``run`` return (state, flag);
+    ``finished(flag)`` is True when every region of the call is done, on every process."""
 
     def __init__(self, config: ColonyConfig, place: Placement) -> None:
         self.config, self.mesh = config, place.mesh
         self.adaptive = jax.process_count() == 1
 
     def prepare(self, prob: ColonyProblem) -> ColonyProblem:
-        """This process's part of the batch as a global array over the mesh."""
+        """This process's part of the batch as a global array over the mesh (a problem
+        already placed there is returned as it is)."""
 
         def put(x, spec: P) -> jax.Array:
-            return jax.make_array_from_process_local_data(
-                NamedSharding(self.mesh, spec), np.asarray(x)
-            )
+            sharding = NamedSharding(self.mesh, spec)
+            if isinstance(x, jax.Array) and x.sharding == sharding:
+                return x
+            return jax.make_array_from_process_local_data(sharding, np.asarray(x))
 
         return jax.tree.map(put, prob, _specs(prob))
 
-    def init(self, prob: ColonyProblem, params: ColonyParams, key: jax.Array) -> ColonyState:
+    def _init_args(self, key: jax.Array) -> tuple[dict, np.ndarray]:
         static = {"config": self.config, "mesh": self.mesh, "impl": jax.random.key_impl(key)}
-        kd = np.asarray(jax.random.key_data(key))
+        return static, np.asarray(jax.random.key_data(key))
+
+    def compile(self, prob: ColonyProblem, params: ColonyParams, key: jax.Array) -> None:
+        """Compile init, run and solution for ``prob`` (placed by `prepare`)."""
+        static, kd = self._init_args(key)
+        exe, _ = COMPILED.compiled(_init, static, prob, _host(params), kd)
+        state = exe.out_info[0]  # shapes and shardings
+        static = {"config": self.config, "mesh": self.mesh}
+        COMPILED.compiled(_run, static, state, prob, _host(params), np.int32(1))
+        COMPILED.compiled(_solution, {"mesh": self.mesh}, state, prob, _host(params))
+
+    def init(self, prob: ColonyProblem, params: ColonyParams, key: jax.Array):
+        static, kd = self._init_args(key)
         return COMPILED(_init, static, prob, _host(params), kd)
 
-    def run(self, state, prob, params, steps: int) -> tuple[ColonyState, bool]:
+    def run(self, state, prob, params, steps: int):
         static = {"config": self.config, "mesh": self.mesh}
-        state, done = COMPILED(_run, static, state, prob, _host(params), np.int32(steps))
-        return state, bool(np.asarray(done.addressable_data(0)))
+        return COMPILED(_run, static, state, prob, _host(params), np.int32(steps))
+
+    def finished(self, flag: jax.Array) -> bool:
+        return bool(np.asarray(flag.addressable_data(0)))
 
     def solution(self, state, prob, params) -> Solution:
         return local_rows(COMPILED(_solution, {"mesh": self.mesh}, state, prob, _host(params)))

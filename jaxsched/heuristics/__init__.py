@@ -3,6 +3,7 @@
 from jaxsched.heuristics.bounds import (
     head_times,
     length_lower_bound,
+    length_lower_bound_at,
     length_lower_bound_jax,
     rp_lower_bound,
     rp_peak_lower_bound_jax,
@@ -36,6 +37,7 @@ __all__ = [
     "heuristic_schedule",
     "issue_cycles",
     "length_lower_bound",
+    "length_lower_bound_at",
     "length_lower_bound_jax",
     "list_schedule",
     "list_schedule_batch",

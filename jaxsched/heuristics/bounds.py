@@ -44,6 +44,7 @@ from jaxsched.problem.region import Region
 __all__ = [
     "head_times",
     "length_lower_bound",
+    "length_lower_bound_at",
     "length_lower_bound_jax",
     "rp_lower_bound",
     "rp_peak_lower_bound_jax",
@@ -94,6 +95,70 @@ def length_lower_bound(region: Region, machine: Machine) -> int:
     head = head_times(region)
     tail = region.critical_path().astype(np.int64)
     return max(_pair_bound(head, tail, iw), simple_length_lower_bound(region, machine))
+
+
+def _lifetimes(region: Region) -> tuple[dict[str, int], set[str]]:
+    """(minimum lifetime in cycles of each register that is live for a while, registers live
+    during the whole schedule), from the liveness model and the edges alone:
+
+    * defined once, used: live from its def's cycle until its last use, at least the longest
+      direct def -> user edge latency;
+    * defined once, live-out: from its def until the end: at least its def's tail + 1;
+    * live-in, used, not live-out: from the start until its last use: at least the users' heads;
+    * live-in and live-out (or never used): the whole schedule.
+    Registers defined more than once get no lifetime (which def comes first depends on the
+    order), nor do dead defs (live at their own instruction only).
+    """
+    head, tail = head_times(region), region.critical_path()
+    defs: dict[str, list[int]] = {}
+    users: dict[str, list[int]] = {}
+    for i, inst in enumerate(region.instructions):
+        for r in inst.defs:
+            defs.setdefault(r, []).append(i)
+        for r in inst.uses:
+            users.setdefault(r, []).append(i)
+    lat = {(e.src, e.dst): e.latency for e in region.edges}
+    live_in, live_out = set(region.live_in), set(region.live_out)
+    life: dict[str, int] = {}
+    always = {r for r in live_in if r in live_out or r not in users}
+    for r, ds in defs.items():
+        if len(ds) != 1 or r in live_in:
+            continue
+        if r in live_out:
+            life[r] = int(tail[ds[0]]) + 1
+        elif r in users:
+            life[r] = max(lat.get((ds[0], u), 0) for u in users[r])
+    for r in live_in - always - set(defs):
+        life[r] = max(int(head[u]) for u in users[r])
+    return life, always
+
+
+def length_lower_bound_at(region: Region, machine: Machine, occupancy: int) -> int:
+    """A length lower bound (cycles) for schedules reaching ``occupancy``: at least
+    `length_lower_bound`, and, per register file, the register-time area argument: every
+    cycle holds at most the file's RP limit at that occupancy, the always-live registers and
+    the live-through pressure take their share of every cycle, and each other register holds
+    its width for at least its minimum lifetime (`_lifetimes`), so
+    ``length >= sum(width * lifetime) / (limit - always-live width - live-through)``.
+    Loads that must wait for their users while few registers are free make this bound far
+    tighter than the latency bound (e.g. 36 128-bit loads of 80 cycles at occupancy 10)."""
+    bound = length_lower_bound(region, machine)
+    life, always = _lifetimes(region)
+    for f, rf in enumerate(machine.files):
+        limits = [
+            rp
+            for rp in range(machine.occupancy_lut.shape[1] - 1)
+            if machine.occupancy_lut[f, rp] >= occupancy
+        ]
+        if not limits or machine.occupancy_lut[f, -1] >= occupancy:
+            continue  # the file never limits this occupancy
+        regs = {r: reg for r, reg in region.registers.items() if reg.file == rf.name}
+        fixed = sum(reg.width for r, reg in regs.items() if r in always)
+        capacity = max(limits) - fixed - region.live_through.get(rf.name, 0)
+        area = sum(reg.width * life.get(r, 0) for r, reg in regs.items())
+        if capacity > 0 and area > 0:
+            bound = max(bound, -(-area // capacity))
+    return int(bound)
 
 
 # ------------------------------------------------------------------------------ length, JAX

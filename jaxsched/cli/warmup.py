@@ -1,0 +1,81 @@
+"""``jaxsched warmup``: compile `schedule`'s executables for every bucket once, into the
+persistent compilation cache (a compile farm pays compilation once; later runs on the same
+machine type and JAX installation load them)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from jaxsched.cli.main import UsageError
+from jaxsched.cli.schedule import add_colony_options, colony_overrides
+
+
+def _powers(text: str) -> list[int]:
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list") from None
+    if not values or any(v < 1 for v in values):
+        raise argparse.ArgumentTypeError(f"{text!r}: positive integers expected")
+    return values
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from jaxsched.colony.host import WARMUP_BUCKETS
+
+    p = sub.add_parser(
+        "warmup",
+        help="compile the colony for every bucket into the persistent cache",
+        description="Compile the executables `jaxsched schedule` uses for each instruction "
+        "bucket and batch size into the persistent compilation cache ($JAXSCHED_CACHE_DIR, "
+        "default ~/.cache/jaxsched/xla). Use the same --machine, --ants, --wavefront, "
+        "--iterations, --effort, --memory-budget and --construction as the schedule runs that "
+        "should profit.",
+    )
+    p.add_argument("--machine", default="gfx906", help="machine preset (gfx906, generic)")
+    add_colony_options(p)
+    p.add_argument(
+        "--buckets",
+        type=_powers,
+        default=list(WARMUP_BUCKETS),
+        help=f"instruction buckets (default {','.join(map(str, WARMUP_BUCKETS))})",
+    )
+    p.add_argument(
+        "--batches", type=_powers, default=None, help="batch sizes (default: every size used)"
+    )
+    p.add_argument("--cache-dir", default=None, help="persistent cache directory")
+    p.add_argument("--quiet", action="store_true", help="print the summary line only")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from jaxsched.cli.main import machine_named
+    from jaxsched.colony.host import warmup
+    from jaxsched.compilation import enable_persistent_cache
+
+    machine = machine_named(args.machine)
+    cache = enable_persistent_cache(args.cache_dir)
+    if cache is None:
+        raise UsageError("no persistent cache: set --cache-dir or $JAXSCHED_CACHE_DIR")
+
+    def show(rec: dict) -> None:
+        if not args.quiet:
+            print(
+                f"bucket {rec['bucket']:5d}  batch {rec['batch']:4d}  ants {rec['ants']:6d}  "
+                f"{rec['compilations']} compiled in {rec['seconds']:.1f} s",
+                flush=True,
+            )
+
+    t0 = time.perf_counter()
+    records = warmup(
+        machine, buckets=args.buckets, batches=args.batches, progress=show,
+        **colony_overrides(args),
+    )  # fmt: skip
+    print(
+        f"{sum(r['compilations'] for r in records)} executables for {len(args.buckets)} buckets "
+        f"compiled in {time.perf_counter() - t0:.1f} s into {cache}",
+        file=sys.stderr if args.quiet else sys.stdout,
+    )
+    return 0

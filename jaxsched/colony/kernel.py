@@ -1,0 +1,425 @@
+"""The fused construction: one Pallas (Triton) kernel runs a whole construction of a region's
+ants, all steps, with the same rules and random stream as `construct.construct_ants`.
+
+Layout (the `lax` path's, see `construct`): a program owns a block of ``B`` ants (lanes) of one
+region; under `jax.vmap` over regions the grid is (regions, ant blocks), one launch for a batch.
+
+  * **Registers**: each ant's scalars (ready count, last instruction, cycle, issue count, stall
+    cycles, death, live width and peak per file) are the step loop's carry.
+  * **Device memory, this block's columns**: the ready lists (structure of arrays, slot K a
+    dummy), ``slot_of``, predecessor counts, earliest cycles, kill widths, register state and
+    the order; read and written with per-lane gathers and scatters (index ``(x, lane)``). The
+    Triton backend has no block-local scratch memory: these live in the kernel's outputs, which
+    alias the initial state built by `construct.init_ants`.
+  * **Read only**: the region's tables (`construct.Prepared`), the pheromone and the step inputs.
+
+Shared with the `lax` step (`construct`): the initial state, the seeds, the whole decision
+(`construct.decide`: candidates, scores, pick), the issue timing, the release and register
+update math and the death rule. This module only loads and stores. Within a step a lane's
+writes may be read back by another thread of the program, so phases are separated by
+``debug_barrier`` (a CTA barrier); scatter-adds that may repeat an address use atomics.
+
+The decision looks at the first ``w`` ready slots, ``w`` the smallest of `kernel_widths` holding
+the block's candidates (a pick never depends on ``w``), with masked loads past each ant's count.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import triton as plgpu
+
+from jaxsched.colony import construct as C
+from jaxsched.colony.params import ColonyParams
+
+#: Ants per program (a power of two; smaller when the ant count has no such divisor).
+DEFAULT_BLOCK = 32
+#: Triton warps per program.
+NUM_WARPS = 4
+
+
+def kernel_widths(slots: int) -> tuple[int, ...]:
+    """Static decision widths of the kernel: powers of two from 8 below ``slots``, then
+    ``slots`` (a program picks the smallest holding its ants' candidates)."""
+    out, w = [], 8
+    while w < slots:
+        out.append(w)
+        w *= 2
+    return (*out, slots)
+
+
+def block_size(ants: int, block: int = DEFAULT_BLOCK) -> int:
+    """The largest power of two <= ``block`` dividing ``ants``."""
+    b = 1
+    while b * 2 <= block and ants % (b * 2) == 0:
+        b *= 2
+    return b
+
+
+def unsupported(prep: C.Prepared) -> str | None:
+    """Why the kernel cannot run this shape (None: it can). Triton tensors need power-of-two
+    sizes: the per-instruction widths (successors, uses, defs), the register files and the
+    ready slots (the decision widths) must be powers of two (`PaddedShape` pads them so)."""
+    dims = {
+        "successors": prep.succ.shape[-1],
+        "uses": prep.uses.shape[-1],
+        "defs": prep.defs.shape[-1],
+        "register files": prep.live_through.shape[-1],
+        "ready slots": prep.init_ready.shape[-1] - 1,
+    }
+    bad = [f"{k} {v}" for k, v in dims.items() if v & (v - 1)]
+    return f"not powers of two: {', '.join(bad)}" if bad else None
+
+
+class _Tables(NamedTuple):
+    """Read-only inputs of one region (refs in the kernel)."""
+
+    succ: Any  # int32[N + 1, D]
+    succ_lat: Any  # int32[N + 1, D]
+    uses: Any  # int32[N + 1, U]
+    defs: Any  # int32[N + 1, V]
+    def_wf: Any  # int32[F, N + 1]
+    reg_wf: Any  # int32[R + 1, F]
+    reg_live_out: Any  # bool[R + 1]
+    live_through: Any  # int32[F]
+    key: Any  # f32[N + 1]: static heuristic key of this pass
+    tau: Any  # f32|f16[N + 1, N + 1]
+    rp_limit: Any  # int32[F]: an ant above it dies
+    soft_limit: Any  # int32[F]: candidates are steered below it
+    num_steps: Any  # int32[]
+    q0: Any  # f32[]
+    stall_budget: Any  # f32[]
+    timed: Any  # bool[]
+    issue_width: Any  # int32[]
+
+
+class _Lanes(NamedTuple):
+    """Per-ant scalars held in registers (the step loop's carry), ``[B]`` / ``[F, B]``."""
+
+    count: jnp.ndarray
+    last: jnp.ndarray
+    cycle: jnp.ndarray
+    issued: jnp.ndarray
+    stalls: jnp.ndarray
+    dead: jnp.ndarray
+    live_w: jnp.ndarray
+    peak: jnp.ndarray
+
+
+def _lanes_of(st: C.AntsState) -> _Lanes:
+    return _Lanes(
+        st.ready.count, st.last, st.cycle, st.issued, st.stalls, st.dead, st.live_w, st.peak
+    )
+
+
+def _at(ref, idx: jnp.ndarray, lane: jnp.ndarray) -> tuple:
+    """Index of ``ref`` [*lead, X, B] at rows ``idx`` [..., B] of each lane: a tuple of
+    broadcast index arrays giving [*lead, ..., B] (at most one leading axis)."""
+    lead = ref.shape[:-2]
+    idx = jnp.broadcast_to(idx, jnp.broadcast_shapes(jnp.shape(idx), lane.shape))
+    lane = jnp.broadcast_to(lane, idx.shape)
+    if not lead:
+        return (idx, lane)
+    (F,) = lead
+    shape = (F, *idx.shape)
+    f = lax.broadcasted_iota(jnp.int32, shape, 0)
+    return (f, jnp.broadcast_to(idx[None], shape), jnp.broadcast_to(lane[None], shape))
+
+
+def _load(ref, idx, lane):
+    return ref[_at(ref, idx, lane)]
+
+
+def _store(ref, idx, lane, val, mask=None):
+    index = _at(ref, idx, lane)
+    val = jnp.broadcast_to(jnp.asarray(val, ref.dtype), index[0].shape)
+    if mask is None:
+        ref[index] = val
+    else:
+        plgpu.store(ref.at[index], val, mask=jnp.broadcast_to(mask, index[0].shape))
+
+
+def _row(table, j: jnp.ndarray, width: int) -> jnp.ndarray:
+    """[width, B]: row ``j`` [B] of a per-instruction table [N + 1, width], transposed."""
+    col = lax.broadcasted_iota(jnp.int32, (width, j.shape[0]), 0)
+    return table[jnp.broadcast_to(j[None], col.shape), col]
+
+
+def _fill(field: str, sentinel: int):
+    """Value of an empty ready slot (``ids``: the instruction sentinel, else 0)."""
+    return sentinel if field == "ids" else 0
+
+
+def _decide_at(w: int, t, L: _Lanes, S: C.AntsState, T: _Tables, inp, params, seeds, sentinel):
+    """`construct.decide` on the first ``w`` slots, loaded with a mask past each count."""
+    B = L.count.shape[0]
+    valid = lax.broadcasted_iota(jnp.int32, (w, B), 0) < L.count[None, :]
+    view = {}
+    for f in C.SLOT_FIELDS:
+        ref = getattr(S.ready, f)
+        lead = ref.shape[:-2]
+        mask = jnp.broadcast_to(valid, (*lead, w, B))
+        window = ref.at[(*(slice(None),) * len(lead), pl.ds(0, w), slice(None))]
+        view[f] = plgpu.load(window, mask=mask, other=jnp.asarray(_fill(f, sentinel), ref.dtype))
+    ready = S.ready._replace(**view, count=L.count, slot_of=None)
+    tau = T.tau[jnp.broadcast_to(L.last[None, :], (w, B)), ready.ids]
+    ant = C.AntView(L.cycle, L.issued, L.stalls, L.live_w)
+    K = S.ready.ids.shape[0] - 1
+    scan = partial(jnp.cumsum, axis=0)
+    return C.decide(ready, tau, ant, T.live_through, t, inp, params, seeds, dummy_slot=K, scan=scan)
+
+
+def _step(t, L: _Lanes, S: C.AntsState, T: _Tables, inp, params, seeds, barrier) -> _Lanes:
+    """One step of the block's ants (the kernel's `construct.ants_step`)."""
+    B = L.count.shape[0]
+    N, D = T.succ.shape[0] - 1, T.succ.shape[1]
+    R, F = T.reg_wf.shape[0] - 1, T.reg_wf.shape[1]
+    K = S.ready.ids.shape[0] - 1
+    lane = lax.broadcasted_iota(jnp.int32, (B,), 0)
+    widths = kernel_widths(K)
+    most = L.count.max()
+    branch = sum((most > w).astype(jnp.int32) for w in widths[:-1]) if len(widths) > 1 else 0
+    decide = [partial(_decide_at, w, t, L, S, T, inp, params, seeds, N) for w in widths]
+    pick, cycle, issued = lax.switch(branch, decide) if len(widths) > 1 else decide[0]()
+
+    active = L.count > 0
+    j = _load(S.ready.ids, pick, lane)  # N when inactive (slot K)
+    e_pick = _load(S.ready.e, pick, lane)
+    timing = C.issue_timing(active, cycle, issued, e_pick, L.stalls, inp.issue_width)
+    last_slot = jnp.where(active, L.count - 1, K)
+    s = _row(T.succ, j, D)
+    u, d = _row(T.uses, j, T.uses.shape[1]), _row(T.defs, j, T.defs.shape[1])
+    moved = {f: _load(getattr(S.ready, f), last_slot, lane) for f in C.SLOT_FIELDS}
+    old = C.OldValues(
+        moved=moved["ids"],
+        moved_e=moved["e"],
+        moved_key=moved["key"],
+        moved_born=moved["born"],
+        moved_kill=moved["kill"],
+        kill_s=_load(S.kill, s, lane),
+        preds_s=_load(S.preds_left, s, lane),
+        earliest_s=_load(S.earliest, s, lane),
+        rem_u=_load(S.remaining, u, lane),
+        rem_d=_load(S.remaining, d, lane),
+        xor_u=_load(S.users_xor, u, lane),
+        xor_d=_load(S.users_xor, d, lane),
+        live_u=_load(S.live, u, lane),
+        live_d=_load(S.live, d, lane),
+    )
+    barrier()
+    # Remove j: the last candidate moves into its slot (nothing moves when j is the last).
+    moves = pick != last_slot
+    for f in C.SLOT_FIELDS:
+        ref = getattr(S.ready, f)
+        _store(ref, pick, lane, moved[f], mask=moves)
+        _store(ref, last_slot, lane, _fill(f, N))
+    _store(S.ready.slot_of, old.moved, lane, pick, mask=moves)
+    _store(S.ready.slot_of, j, lane, K)
+    _store(S.order, t, lane, j)
+    barrier()
+    # Release j's successors; the new candidates enter the ready list.
+    lat = jnp.where(inp.timed, _row(T.succ_lat, j, D), 0)
+    count = L.count - active.astype(jnp.int32)
+    rel = C.released(
+        s, old.preds_s, old.earliest_s, lat, timing.c_j, count, sentinel=N, dummy_slot=K
+    )
+    real = s != N
+    _store(S.preds_left, s, lane, rel.preds_left, mask=real)
+    _store(S.earliest, s, lane, rel.earliest, mask=real)
+    fF = lax.broadcasted_iota(jnp.int32, (F, *s.shape), 0)
+    entry = {
+        "ids": s,
+        "e": rel.earliest,
+        "key": T.key[s],
+        "born": T.def_wf[fF, jnp.broadcast_to(s[None], fF.shape)],
+        "kill": old.kill_s,
+    }
+    for f in C.SLOT_FIELDS:
+        _store(getattr(S.ready, f), rel.pos, lane, entry[f], mask=rel.new)
+    _store(S.ready.slot_of, s, lane, rel.pos, mask=rel.new)
+    # j's registers (the register arrays are not touched above).
+    up = C.register_update(
+        j, u, d, old, T.reg_live_out[u], T.reg_live_out[d], _widths(T.reg_wf, u),
+        _widths(T.reg_wf, d), L.live_w, L.peak, T.live_through, n_sentinel=N, r_sentinel=R,
+    )  # fmt: skip
+    _store(S.remaining, u, lane, up.rem_u, mask=u != R)
+    _store(S.users_xor, u, lane, up.xor_u, mask=u != R)
+    _store(S.live, u, lane, up.live_u, mask=(u != R) & ~up.u_in_d)
+    _store(S.live, d, lane, up.live_d, mask=d != R)
+    barrier()
+    for killer, regs in ((up.kill_u, u), (up.kill_d, d)):
+        wf = _widths(T.reg_wf, regs)  # [F, M, B]
+        _add(S.kill, killer, lane, wf, mask=killer != N)
+        slot = _load(S.ready.slot_of, killer, lane)
+        _add(S.ready.kill, slot, lane, wf, mask=(killer != N) & (slot != K))
+    barrier()
+    return _Lanes(
+        count=rel.count,
+        last=jnp.where(active, j, L.last),
+        cycle=timing.cycle,
+        issued=timing.issued,
+        stalls=timing.stalls,
+        dead=C.now_dead(L.dead, up.peak, T.rp_limit),
+        live_w=up.live_w,
+        peak=up.peak,
+    )
+
+
+def _widths(reg_wf, regs: jnp.ndarray) -> jnp.ndarray:
+    """int32[F, M, B]: width of registers ``regs`` [M, B] in each file."""
+    F = reg_wf.shape[1]
+    f = lax.broadcasted_iota(jnp.int32, (F, *regs.shape), 0)
+    return reg_wf[jnp.broadcast_to(regs[None], f.shape), f]
+
+
+def _add(ref, idx, lane, val, mask) -> None:
+    """``ref[idx, lane] += val`` where ``mask`` (an index may repeat: an atomic add on the GPU;
+    masked entries add 0 at their index, a dummy row)."""
+    index = _at(ref, idx, lane)
+    shape = index[0].shape
+    val = jnp.where(jnp.broadcast_to(mask, shape), jnp.broadcast_to(val, shape), 0)
+    jax.ref.addupdate(ref, index, val.astype(ref.dtype))
+
+
+def _kernel(*refs, treedef, interpret: bool):
+    """The whole construction of one block of ants (all steps)."""
+    tables, params, seeds, _, state = jax.tree.unflatten(treedef, refs)
+    T = tables
+    inp = C.StepInputs(
+        tau=None,
+        q0=T.q0[...],
+        rp_limit=T.rp_limit[...],
+        soft_limit=T.soft_limit[...],
+        stall_budget=T.stall_budget[...],
+        timed=T.timed[...],
+        key=None,
+        issue_width=T.issue_width[...],
+    )
+    T = T._replace(live_through=T.live_through[...], rp_limit=inp.rp_limit)
+    params = jax.tree.map(lambda r: r[...], params)
+    seeds = jax.tree.map(lambda r: r[...], seeds)
+    S = state
+    barrier = (lambda: None) if interpret else plgpu.debug_barrier
+
+    def body(t, L):
+        return _step(t, L, S, T, inp, params, seeds, barrier)
+
+    lanes0 = jax.tree.map(lambda r: r[...], _lanes_of(S))
+    L = lax.fori_loop(0, T.num_steps[...], body, lanes0)
+    for ref, val in zip(_lanes_of(S), L, strict=True):
+        ref[...] = val
+
+
+def _specs(tree, block: int | None):
+    """BlockSpecs: whole arrays (``block`` None) or blocks of ``block`` on the last axis."""
+
+    def spec(x):
+        if block is None:
+            return pl.BlockSpec(x.shape, lambda i, nd=x.ndim: (0,) * nd)
+        shape = (*x.shape[:-1], block)
+        return pl.BlockSpec(shape, lambda i, nd=x.ndim: (*(0,) * (nd - 1), i))
+
+    return jax.tree.map(spec, tree)
+
+
+def fused_construction(
+    st: C.AntsState,
+    prep: C.Prepared,
+    inp: C.StepInputs,
+    params: ColonyParams,
+    seeds: C.AntSeeds,
+    num_steps: jnp.ndarray,
+    *,
+    block: int = DEFAULT_BLOCK,
+    interpret: bool = False,
+) -> C.AntsState:
+    """Run all ``num_steps`` steps of the ants of ``st`` in one `pallas_call` (grid over ant
+    blocks; `vmap` it over regions for a grid over regions x blocks). Returns the final state."""
+    ants = st.last.shape[0]
+    B = block_size(ants, block)
+    tables = _Tables(
+        succ=prep.succ,
+        succ_lat=prep.succ_lat,
+        uses=prep.uses,
+        defs=prep.defs,
+        def_wf=prep.def_wf,
+        reg_wf=prep.reg_wf,
+        reg_live_out=prep.reg_live_out,
+        live_through=prep.live_through,
+        key=inp.key,
+        tau=inp.tau,
+        rp_limit=inp.rp_limit,
+        soft_limit=inp.soft_limit,
+        num_steps=jnp.asarray(num_steps, jnp.int32),
+        q0=jnp.asarray(inp.q0, jnp.float32),
+        stall_budget=jnp.asarray(inp.stall_budget, jnp.float32),
+        timed=jnp.asarray(inp.timed, bool),
+        issue_width=jnp.asarray(inp.issue_width, jnp.int32),
+    )
+    params = jax.tree.map(lambda x: jnp.asarray(x, jnp.float32), params)
+    args = (tables, params, seeds, st)
+    leaves, treedef = jax.tree.flatten((*args, st))
+    n_in = len(jax.tree.leaves(args))
+    n_state = len(jax.tree.leaves(st))
+    in_specs = jax.tree.leaves(
+        (_specs(tables, None), _specs(params, None), *_specs((seeds, st), B))
+    )
+    out = pl.pallas_call(
+        partial(_kernel, treedef=treedef, interpret=interpret),
+        grid=(ants // B,),
+        in_specs=in_specs,
+        out_specs=jax.tree.leaves(_specs(st, B)),
+        out_shape=[jax.ShapeDtypeStruct(x.shape, x.dtype) for x in jax.tree.leaves(st)],
+        input_output_aliases={n_in - n_state + k: k for k in range(n_state)},
+        compiler_params=plgpu.CompilerParams(num_warps=NUM_WARPS, num_stages=1),
+        interpret=interpret,
+        name="colony_construction",
+    )(*leaves[:n_in])
+    return jax.tree.unflatten(jax.tree.structure(st), out)
+
+
+def construct_ants_fused(
+    prep: C.Prepared,
+    inp: C.StepInputs,
+    params: ColonyParams,
+    key: jax.Array,
+    num_steps: jnp.ndarray,
+    *,
+    wavefronts: int,
+    wavefront_size: int,
+    uniform_exploration: jnp.ndarray | bool,
+    batch_axis: str | None = None,
+    active: jnp.ndarray | bool = True,
+    block: int = DEFAULT_BLOCK,
+    interpret: bool = False,
+) -> C.AntResults:
+    """`construct.construct_ants` as one fused kernel: identical results for identical inputs
+    (same initial state, seeds and decision code).
+
+    Each region runs only its own n steps (steps past n are no-ops in the `lax` loop), none
+    when ``active`` is False (its results are then the initial state's: the caller discards
+    them). ``batch_axis`` is accepted for the same call signature (each program picks its own
+    decision width, no cross-region maximum needed); ``interpret`` runs the kernel with the
+    Pallas interpreter (any backend; tests)."""
+    del batch_axis
+    reason = unsupported(prep)
+    if reason:
+        raise ValueError(f"the fused construction cannot run this shape ({reason})")
+    seeds = C.make_seeds(
+        key,
+        params,
+        wavefronts=wavefronts,
+        wavefront_size=wavefront_size,
+        uniform_exploration=uniform_exploration,
+    )
+    st = C.init_ants(prep, wavefronts * wavefront_size, inp.key)
+    num_steps = jnp.where(active, jnp.minimum(num_steps, prep.n), 0)
+    st = fused_construction(
+        st, prep, inp, params, seeds, num_steps, block=block, interpret=interpret
+    )
+    return C.ant_results(st)
