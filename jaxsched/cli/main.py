@@ -6,7 +6,9 @@ adds a parser whose ``func(args) -> int`` runs it.
 Exit codes: 0 success; 2 a problem the user can fix (any `jaxsched.errors.InputError`, which
 includes `UsageError`, or a file that cannot be read or written), printed as one line
 ``jaxsched CMD: error: ...``; 1 an internal error (any other exception: a bug), printed with the
-exception type and a request to report it; 130 interrupted. ``--debug`` adds the traceback.
+exception type and a request to report it; 3 another process of a multi-process run was lost
+(`jaxsched.cli.cluster`; rerun with ``--resume``); 130 interrupted. ``--debug`` adds the
+traceback.
 """
 
 from __future__ import annotations
@@ -103,6 +105,11 @@ def int_in(lo: int, hi: int):
 
 #: argparse type of a random seed.
 seed_type = int_in(0, MAX_SEED)
+
+
+def devices_type(text: str) -> int | str:
+    """argparse type of ``--devices``: ``all`` or an integer >= 1."""
+    return "all" if text == "all" else int_in(1, 1 << 16)(text)
 
 
 def is_user_error(e: BaseException) -> bool:

@@ -9,7 +9,7 @@ import re
 import sys
 from pathlib import Path
 
-from jaxsched.cli.main import UsageError
+from jaxsched.cli.main import UsageError, devices_type
 from jaxsched.cli.progress import Progress
 
 
@@ -56,6 +56,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="what runs the annealing steps: the fused Pallas kernel on a CUDA GPU (auto), the "
         "lax reference, the kernel (pallas: a GPU) or the kernel in the Pallas interpreter "
         "(slow); all give identical results (default auto)",
+    )
+    p.add_argument(
+        "--devices",
+        type=devices_type,
+        default=None,
+        metavar="N|all",
+        help="split the chains over N (or all) devices (the most that divides --chains); the "
+        "result is the same on any number (default: one device)",
     )
     p.add_argument("--exact", action="store_true", help="also prove the worst case (small only)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -124,6 +132,7 @@ def _plan(args):
     plan = plan_estimate(
         kernel, args.warps, sm, seed=args.seed, chains=args.chains, iterations=args.iterations,
         t0=args.t0, memory_budget=_parse_bytes(args.memory_budget), annealing=args.annealing,
+        devices=args.devices,
     )  # fmt: skip
     if args.exact and plan.positions > MAX_EXACT:
         raise MakespanError(
@@ -140,8 +149,9 @@ def run(args) -> int:
     if not args.quiet:
         print(
             f"makespan: W={plan.warps} x I={len(norm.kernel)} = {plan.positions} positions, "
-            f"{plan.chains} chains x {plan.iterations} steps, ~{plan.memory_bytes / 2**20:,.0f} "
-            f"MiB; progress every {plan.call_steps} steps",
+            f"{plan.chains} chains x {plan.iterations} steps"
+            + (f" on {plan.devices} devices" if plan.devices > 1 else "")
+            + f", ~{plan.memory_bytes / 2**20:,.0f} MiB; progress every {plan.call_steps} steps",
             file=sys.stderr,
         )
     bar = Progress(plan.iterations, "steps", enabled=not args.quiet)
@@ -155,6 +165,7 @@ def run(args) -> int:
         progress=bar.advance,
         memory_budget=plan.memory_budget,
         annealing=args.annealing,
+        devices=args.devices,
     )
     bar.close()
     exact = exact_worst_case(norm, plan.warps) if args.exact else None

@@ -4,11 +4,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
-from jaxsched.cli.main import UsageError, int_in, machine_named, seed_type
+from jaxsched.cli.cluster import Cluster, add_arguments
+from jaxsched.cli.main import (
+    UsageError,
+    devices_type,
+    int_in,
+    machine_named,
+    report_error,
+    seed_type,
+)
 from jaxsched.cli.progress import Progress
 
 #: Verify every result by default when a run has at most this many regions.
@@ -79,6 +89,23 @@ def register(sub: argparse._SubParsersAction) -> None:
         "fields it lacks keep their defaults)",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--devices",
+        type=devices_type,
+        default=None,
+        metavar="N|all",
+        help="spread each batch over N (or all) devices of each process; results are the same "
+        "on any number (default: one device, all with several processes)",
+    )
+    p.add_argument(
+        "--max-batch",
+        type=int_in(1, 1 << 20),
+        default=None,
+        metavar="N",
+        help="most regions per device in one call (default 256; smaller: more frequent "
+        "progress and journal records)",
+    )
+    add_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -106,8 +133,8 @@ def add_colony_options(p: argparse.ArgumentParser) -> None:
         type=int_in(16, 1 << 22),
         default=None,
         metavar="MIB",
-        help="device memory one colony call may use, in MiB (default 2048); larger regions "
-        "run with fewer ants and a float16 pheromone table",
+        help="memory one colony call may use on each device, in MiB (default 2048); larger "
+        "regions run with fewer ants and a float16 pheromone table",
     )
     p.add_argument(
         "--construction",
@@ -132,14 +159,15 @@ def colony_overrides(args: argparse.Namespace) -> dict:
     return {k: v for k, v in pairs.items() if v is not None}
 
 
-def _load(files: list[str], machine):
-    """Regions of all files, each checked against the machine (errors name the file)."""
+def _load(files: list[str], keep, machine):
+    """Regions of all files (those ``keep`` selects, see `jaxsched.problem.format.iter_regions`),
+    each checked against the machine (errors name the file)."""
     from jaxsched.problem.format import iter_regions
     from jaxsched.problem.region import RegionError
 
     regions = []
     for f in files:
-        for k, region in enumerate(iter_regions(f)):
+        for k, region in enumerate(iter_regions(f, keep)):
             try:
                 region.check_machine(machine)
             except RegionError as e:
@@ -153,6 +181,8 @@ def _overrides(args: argparse.Namespace) -> dict:
     pairs = {
         "filters": False if args.no_filters else None,
         "exact_budget": args.budget if args.exact else None,
+        "devices": args.devices,
+        "max_batch": args.max_batch,
     }
     return {**colony_overrides(args), **{k: v for k, v in pairs.items() if v is not None}}
 
@@ -171,9 +201,18 @@ def _settings(machine, seed: int, overrides: dict, params=None) -> dict:
         "version": __version__,
         "machine": machine.name,
         "seed": seed,
-        "config": {k: v for k, v in dataclasses.asdict(config).items() if k != "construction"},
+        "config": {
+            k: v
+            for k, v in dataclasses.asdict(config).items()
+            if k not in ("construction", "ant_axis")
+        },
         "params": params_dict(params),
-        "options": {k: v for k, v in dataclasses.asdict(options).items() if k != "max_batch"},
+        # Batch sizes and devices change where regions run, never their results.
+        "options": {
+            k: v
+            for k, v in dataclasses.asdict(options).items()
+            if k not in ("max_batch", "devices")
+        },
     }
     return json.loads(json.dumps(settings))  # as it reads back from the file
 
@@ -187,14 +226,42 @@ def _record(region, res, verified: bool) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
+    cluster = Cluster.start(args)
+    if cluster.count == 1:
+        return _run(args, cluster)
+    with cluster.watch(args.peer_timeout, args.out):
+        try:
+            code = _run(args, cluster)
+            cluster.gather(None)  # nobody leaves while process 0 writes
+        except Exception as e:
+            # Leave at once: the runtime's exit barrier would wait for the other processes,
+            # which stop through their own watch.
+            code = report_error("schedule", e, debug=args.debug)
+            sys.stderr.flush()
+            os._exit(code)
+    return code
+
+
+def _manifest(cluster: Cluster, mine: list) -> list[tuple[int, str, int, int]]:
+    """(index, name, fingerprint, instructions) of every region of the run, in input order."""
+    from jaxsched.problem.fingerprint import fingerprint
+
+    rows = cluster.gather([[k, r.name, fingerprint(r), len(r)] for k, r in mine])
+    return sorted(tuple(row) for part in rows for row in part)
+
+
+def _run(args: argparse.Namespace, cluster: Cluster) -> int:
     import jaxsched
     from jaxsched.cli import results
     from jaxsched.compilation import COMPILED
-    from jaxsched.problem.fingerprint import fingerprint
 
     machine = machine_named(args.machine)
-    regions = _load(args.files, machine)
-    names = [r.name for r in regions]
+    if args.plot is not None and cluster.count > 1:
+        raise UsageError("--plot needs a single process (plot from the results file instead)")
+    mine = cluster.load(args.files, partial(_load, machine=machine))
+    regions = [r for _, r in mine]
+    manifest = _manifest(cluster, mine)
+    names = [name for _, name, _, _ in manifest]
     if len(set(names)) != len(names) and args.out:
         dup = sorted({n for n in names if names.count(n) > 1})[:3]
         raise UsageError(f"region names must be unique with --out (repeated: {dup})")
@@ -207,20 +274,24 @@ def run(args: argparse.Namespace) -> int:
 
         params = load_params(args.params, files=len(machine.file_names))
     settings = _settings(machine, args.seed, overrides, params)
-    verify = args.verify if args.verify is not None else len(regions) <= VERIFY_AUTO_LIMIT
+    cluster.same([settings, args.files, str(args.out), args.resume], "options or files")
+    verify = args.verify if args.verify is not None else len(names) <= VERIFY_AUTO_LIMIT
     records: dict[str, dict] = {}
-    if args.resume:
-        expected = {r.name: (fingerprint(r), len(r)) for r in regions}
+    if args.resume and cluster.writer:
+        expected = {name: (fp, n) for _, name, fp, n in manifest}
         records = results.resume(args.out, settings, expected)
         if records and not args.quiet:
             print(
-                f"jaxsched schedule: resuming, {len(records)} of {len(regions)} regions "
-                "already done",
+                f"jaxsched schedule: resuming, {len(records)} of {len(names)} regions already done",
                 file=sys.stderr,
             )
-    todo = [i for i, r in enumerate(regions) if r.name not in records]
-    journal = results.Journal(args.out, settings, list(records.values())) if args.out else None
-    bar = Progress(len(todo), "regions", enabled=not args.quiet)
+    done = set(cluster.first(sorted(records)))
+    todo = [i for i, r in enumerate(regions) if r.name not in done]
+    writer = cluster.writer
+    journal = (
+        results.Journal(args.out, settings, list(records.values())) if args.out and writer else None
+    )
+    bar = Progress(len(names) - len(done), "regions", enabled=not args.quiet and writer)
     t0, compiled0 = time.perf_counter(), COMPILED.compile_seconds
 
     def on_batch(idxs: list[int], batch: list) -> None:
@@ -230,16 +301,18 @@ def run(args: argparse.Namespace) -> int:
             if verify:
                 jaxsched.verify(region, machine, res.cycles, order=res.order)
             new.append(_record(region, res, verify))
-        records.update((r["name"], r) for r in new)
+        new = [rec for part in cluster.gather(new) for rec in part]
+        if writer:
+            records.update((r["name"], r) for r in new)
         if journal is not None:
             journal.add(new)
-        bar.advance(len(idxs))
+        bar.advance(len(new))
 
     def on_iteration(count: int, iterations: int) -> None:
         bar.note(f"{count} region{'s' * (count > 1)}: iteration {iterations}")
 
     try:
-        if todo:
+        if todo or cluster.count > 1:  # every process takes part in every call
             jaxsched.schedule(
                 [regions[i] for i in todo],
                 machine,
@@ -251,14 +324,16 @@ def run(args: argparse.Namespace) -> int:
             )
     finally:
         bar.close()
-        if journal is not None and len(records) < len(regions):
+        if journal is not None and len(records) < len(names):
             journal.close()
-    ordered = [records[r.name] for r in regions]
+    if not writer:
+        return 0
+    ordered = [records[name] for name in names]
     if journal is not None:
         journal.finish(args.out, settings, ordered)
     _report(
         args,
-        regions,
+        regions if cluster.count == 1 else None,
         ordered,
         machine,
         time.perf_counter() - t0,
@@ -269,18 +344,20 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _report(args, regions, ordered, machine, elapsed, compiled, verify) -> None:
+    """Print the records (``regions``: the same regions, for plots; None with several
+    processes)."""
     from jaxsched.colony import Result
 
     if args.json:
         for rec in ordered:
             print(json.dumps(rec))
         return
-    rows = [(region, Result.from_dict(rec)) for region, rec in zip(regions, ordered, strict=True)]
+    rows = [(rec["instructions"], Result.from_dict(rec)) for rec in ordered]
     _print_table(rows, machine, elapsed, compiled, verify)
     if args.plot is not None:
         from jaxsched.cli.plots import plot_results
 
-        plot_results(rows, machine, args.plot)
+        plot_results(list(zip(regions, (r for _, r in rows), strict=True)), machine, args.plot)
 
 
 def _proven(r) -> str:
@@ -306,11 +383,11 @@ def _print_table(rows: list, machine, elapsed: float, compiled: float, verified:
         "proven",
     ]
     table = [head]
-    for region, r in rows:
+    for size, r in rows:
         table.append(
             [
                 r.name,
-                str(len(region)),
+                str(size),
                 str(r.length) + ("*" if r.optimal_length else ""),
                 str(r.length_lower_bound),
                 str(r.heuristic_length),

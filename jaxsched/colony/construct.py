@@ -36,6 +36,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from jaxsched.colony.antshard import local_ants
 from jaxsched.colony.params import ColonyParams
 from jaxsched.problem.padded import DeviceRegion
 
@@ -928,12 +929,14 @@ def construct_ants(
     wavefront_size: int,
     uniform_exploration: jnp.ndarray | bool,
     batch_axis: str | None = None,
+    ant_axis: str | None = None,
 ) -> AntResults:
     """All ants of one region build a schedule each.
 
     ``num_steps`` must not be batched (pass the batch's largest n): the step loop then stays a
     plain loop, and steps past a region's own n are no-ops through the sentinels. An ant whose
-    peak breaks ``inp.rp_limit`` is dead.
+    peak breaks ``inp.rp_limit`` is dead. With ``ant_axis`` (a `jax.shard_map` mesh axis) this
+    device builds only its slice of the ants (`antshard.local_ants`), with their own seeds.
     """
     seeds = make_seeds(
         key,
@@ -942,7 +945,8 @@ def construct_ants(
         wavefront_size=wavefront_size,
         uniform_exploration=uniform_exploration,
     )
-    ants = wavefronts * wavefront_size
+    seeds = local_ants(seeds, ant_axis)
+    ants = seeds.seed.shape[0]
 
     def body(t: jnp.ndarray, st: AntsState) -> AntsState:
         return ants_step(t, st, prep, inp, params, seeds, batch_axis=batch_axis)

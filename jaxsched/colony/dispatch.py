@@ -42,19 +42,22 @@ def construct(
     uniform_exploration: jnp.ndarray | bool,
     batch_axis: str | None = None,
     active: jnp.ndarray | bool = True,
+    ant_axis: str | None = None,
 ) -> AntResults:
     """All ants of one region build a schedule each, by ``config.construction`` (see
     `construct.construct_ants` for the arguments). ``active`` False: the caller discards the
-    result (the kernel then runs no step for the region; the `lax` loop cannot skip)."""
+    result (the kernel then runs no step for the region; the `lax` loop cannot skip).
+    ``ant_axis`` not None (the region's ants split over a mesh axis, `antshard`): always the
+    `lax` path, which builds this device's ants only; the kernel does not split ants."""
     kw = dict(
         wavefronts=config.wavefronts,
         wavefront_size=config.wavefront_size,
         uniform_exploration=uniform_exploration,
         batch_axis=batch_axis,
     )
-    how = resolve(config.construction, prep)
+    how = "lax" if ant_axis is not None else resolve(config.construction, prep)
     if how == "lax":
-        return construct_ants(prep, inp, params, key, num_steps, **kw)
+        return construct_ants(prep, inp, params, key, num_steps, ant_axis=ant_axis, **kw)
     from jaxsched.colony.kernel import construct_ants_fused
 
     return construct_ants_fused(

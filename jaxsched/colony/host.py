@@ -4,8 +4,9 @@ Regions are grouped by padded shape (size buckets) and split into batches that f
 budget (few batch sizes per bucket: few executables, which `warmup` compiles ahead); each
 batch becomes a `ColonyProblem`, is solved by the jitted ``init``, ``run`` (in chunks, for
 progress) and ``solution`` calls, and is unpadded into `Result`s; the next batch is prepared
-while the device runs. Options that need the host stay here: the exact search, batching, memory,
-progress.
+while the device runs. With ``devices`` (or several processes) each batch is one call over a
+mesh of devices (`jaxsched.colony.sharding`), with the same results. Options that need the host
+stay here: the exact search, batching, memory, progress.
 """
 
 from __future__ import annotations
@@ -22,8 +23,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsched.colony import dispatch
+from jaxsched.colony import dispatch, sharding
 from jaxsched.colony.core import DONE, Solution, default_config, init, run, solution
+from jaxsched.colony.memory import (
+    DEFAULT_MEMORY_BUDGET,
+    batch_cap,
+    batch_sizes,
+    choose_batch,
+    estimate_bytes,  # noqa: F401 (part of this module's API, as before memory.py)
+    fit_ants,
+)
 from jaxsched.colony.params import (
     NO_FILTERS,
     ColonyConfig,
@@ -46,9 +55,6 @@ from jaxsched.machines.model import Machine, gfx906
 from jaxsched.problem.padded import PaddedShape, padded_shape
 from jaxsched.problem.region import Region
 
-#: Default device-memory budget of one colony call (bytes); larger batches are split.
-DEFAULT_MEMORY_BUDGET = 2 << 30
-
 _init_jit = jax.jit(init, static_argnames=("config",))
 _run_jit = jax.jit(run, static_argnames=("config",), donate_argnames=("state",))
 _solution_jit = jax.jit(solution)
@@ -63,12 +69,16 @@ class Options:
         `ColonyParams` fields); the bound-met skips always apply since they lose nothing.
       memory_budget: bytes one colony call may use (estimated from shapes); batches are split to
         fit, and ants are reduced (whole wavefronts) for a region that alone does not fit.
-      max_batch: most regions per call.
+      max_batch: most regions per device in one call.
       exact_budget: seconds of exact search (per pass) run first on regions of at most
         ``exact_max_size`` instructions; None: off. Regions proven optimal skip the colony;
         the others get the proven bounds and the exact schedule as a start.
       starts: the starting schedules the colony may start from (names of `CHOOSABLE_STARTS`);
         e.g. ``("input",)`` makes the colony improve the input order alone.
+      devices: None: one device (the default one); ``"all"`` or N: every device, or the first
+        N, of each process, through `jaxsched.colony.sharding` (results are the same). In a
+        multi-process run (after `jax.distributed.initialize`) every device is the default,
+        and every process calls `schedule` with its own regions.
     """
 
     filters: bool = True
@@ -77,6 +87,7 @@ class Options:
     exact_budget: float | None = None
     exact_max_size: int = 32
     starts: tuple[str, ...] = CHOOSABLE_STARTS
+    devices: int | str | None = None
 
 
 @dataclass
@@ -128,105 +139,71 @@ class Result:
         return cls(**kw)
 
 
-# ------------------------------------------------------------------------------ memory
-def estimate_bytes(
-    shape: PaddedShape, ants: int, batch: int = 1, pheromone_dtype: str = "float32"
-) -> int:
-    """Rough device bytes of one colony call (pheromone, per-ant state, results, temporaries).
-
-    Calibrated with XLA's memory analysis of compiled calls (N = 512..2048: the real use is
-    0.6-0.7x this estimate; the pheromone table and its in-loop copy dominate large regions).
-    """
-    N, K, R, F = shape.n + 1, shape.ready + 1, shape.regs + 1, shape.files
-    per_ant = 4 * (2 * K + 4 * N + 3 * R + 4 * F + 8) + R
-    per_ant += 4 * shape.ready * 8  # scoring temporaries over the ready slots
-    tau_bytes = 2 if pheromone_dtype == "float16" else 4
-    per_region = 3 * tau_bytes * N * N + ants * per_ant * 2
-    return batch * per_region
-
-
-def fit_ants(shape: PaddedShape, config: ColonyConfig, budget: int) -> ColonyConfig:
-    """The config for one region of ``shape`` within ``budget`` bytes: all wavefronts if they
-    fit, else fewer (halving), else a float16 pheromone table with as many as fit; a
-    `MemoryError` naming the need when not even one wavefront fits."""
-    for dtype in (config.pheromone_dtype, "float16"):
-        waves = config.wavefronts
-        while waves > 1 and estimate_bytes(shape, waves * config.wavefront_size, 1, dtype) > budget:
-            waves //= 2
-        if estimate_bytes(shape, waves * config.wavefront_size, 1, dtype) <= budget:
-            return dataclasses.replace(config, wavefronts=waves, pheromone_dtype=dtype)
-    need = estimate_bytes(shape, config.wavefront_size, 1, "float16")
-    raise MemoryError(
-        f"a region of {shape.n} instructions (padded) needs about {need / 2**20:.0f} MiB with one "
-        f"wavefront of {config.wavefront_size} ants, over the memory budget of "
-        f"{budget / 2**20:.0f} MiB; raise the memory budget or lower the wavefront size"
-    )
-
-
-def batch_sizes(cap: int) -> tuple[int, ...]:
-    """The batch sizes `plan_batches` uses up to ``cap`` (a power of two): powers of 4 below
-    it, and ``cap``. Few sizes mean few executables per bucket (`warmup` compiles them all)."""
-    out, b = [], 1
-    while b < cap:
-        out.append(b)
-        b *= 4
-    return (*out, cap)
-
-
-def choose_batch(count: int, cap: int) -> int:
-    """Batch size for ``count`` regions of a group (all its calls use it): one call padded to
-    the next size up to ``cap``; beyond, the largest size padding at most 1/8 more."""
-    sizes = batch_sizes(cap)
-    if count <= cap:
-        return min(b for b in sizes if b >= count)
-    return max(b for b in sizes if -(-count // b) * b * 8 <= count * 9)
-
-
-def batch_cap(shape: PaddedShape, config: ColonyConfig, options: Options) -> int:
-    """The largest batch size (a power of two) of regions of ``shape`` run with ``config``
-    (fitted by `fit_ants`) within the memory budget and ``options.max_batch``."""
-    per_region = estimate_bytes(shape, config.ants, 1, config.pheromone_dtype)
-    cap = max(1, min(options.max_batch, options.memory_budget // per_region))
-    return 1 << (cap.bit_length() - 1)
-
-
 class Batch(NamedTuple):
     """One colony call of `schedule`."""
 
-    indices: list[int]  # regions of the call (input positions)
+    indices: list[int]  # regions of the call (input positions; in a multi-process run, this
+    # process's, possibly none)
     shape: PaddedShape  # the group's padded shape
     config: ColonyConfig  # ants (and pheromone dtype) fitted to the memory budget
-    size: int  # batch size B (>= len(indices); padded with copies)
+    size: int  # regions this process feeds (>= len(indices); padded)
+    placement: sharding.Placement | None = None  # the devices of the call; None: the default
 
 
-def plan_batches(
+def group_regions(
     regions: Sequence[Region], machine: Machine, config: ColonyConfig, options: Options
-) -> list[Batch]:
-    """Batches of regions: grouped by instruction bucket and by the config that fits each
-    region alone (so a region's ants never depend on the other regions of the call), then
-    split into calls of one batch size per group (`choose_batch`: few distinct batch shapes)
-    that fit the memory budget."""
+) -> dict[tuple[int, ColonyConfig], tuple[list[int], PaddedShape]]:
+    """Regions grouped by instruction bucket and by the config that fits each region alone in
+    the memory budget (so a region's ants never depend on the other regions of the call):
+    (bucket, config) -> (region indices, a padded shape they all fit)."""
     groups: dict[tuple[int, ColonyConfig], list[int]] = {}
     shapes: dict[int, PaddedShape] = {}
     for i, r in enumerate(regions):
         shapes[i] = canonical_shape(padded_shape(r, machine))
         cfg = fit_ants(shapes[i], config, options.memory_budget)
         groups.setdefault((shapes[i].n, cfg), []).append(i)
-    plan = []
-    for (_, cfg), idxs in sorted(groups.items(), key=lambda g: (g[0][0], -g[0][1].ants)):
+    out = {}
+    for (n, cfg), idxs in groups.items():
         if cfg != config:
             warnings.warn(
-                f"regions of {shapes[idxs[0]].n} instructions (padded) run with {cfg.ants} ants "
+                f"regions of {n} instructions (padded) run with {cfg.ants} ants "
                 f"instead of {config.ants} and a {cfg.pheromone_dtype} pheromone table to fit "
                 f"the memory budget of {options.memory_budget >> 20} MiB",
-                stacklevel=3,
+                stacklevel=4,
             )
         shape = shapes[idxs[0]]
         for i in idxs[1:]:
             shape = shape.join(shapes[i])
-        size = choose_batch(len(idxs), batch_cap(shape, cfg, options))
+        out[n, cfg] = (idxs, shape)
+    return out
+
+
+def plan_batches(
+    regions: Sequence[Region], machine: Machine, config: ColonyConfig, options: Options
+) -> list[Batch]:
+    """Batches of regions on the default device: `group_regions`, each group split into calls
+    of one batch size (`choose_batch`: few distinct batch shapes) that fit the memory budget."""
+    groups = group_regions(regions, machine, config, options)
+    return _split(groups, options)
+
+
+def _split(groups: dict, options: Options) -> list[Batch]:
+    plan = []
+    for (_, cfg), (idxs, shape) in sorted(groups.items(), key=lambda g: (g[0][0], -g[0][1].ants)):
+        cap = batch_cap(shape, cfg, options.memory_budget, options.max_batch)
+        size = choose_batch(len(idxs), cap)
         plan += [Batch(idxs[k : k + size], shape, cfg, size) for k in range(0, len(idxs), size)]
     return plan
+
+
+def _plan(regions: list[Region], machine: Machine, config: ColonyConfig, options: Options):
+    """The batches of `schedule`: `plan_batches`, or with devices (or several processes) the
+    calls `sharding.plan_calls` agrees on with the other processes."""
+    groups = group_regions(regions, machine, config, options)
+    if options.devices is None and jax.process_count() == 1:
+        return _split(groups, options)
+    devices = sharding.select_devices("all" if options.devices is None else options.devices)
+    return [Batch(*call) for call in sharding.plan_calls(groups, options, devices)]
 
 
 # ------------------------------------------------------------------------------ options
@@ -326,38 +303,71 @@ def to_result(region: Region, machine: Machine, sol: Solution, b: int, exact, se
     )
 
 
+class _LocalCalls:
+    """The device calls of `solve_batch` on the default device (`sharding.ShardedCalls` on a
+    mesh): ``init`` and ``run`` return (state, flag), ``finished(flag)`` is True when every
+    region of the batch is done."""
+
+    adaptive = True
+
+    def __init__(self, config: ColonyConfig) -> None:
+        self.static = {"config": config}
+
+    def prepare(self, prob: ColonyProblem) -> ColonyProblem:
+        return prob
+
+    def compile(self, prob: ColonyProblem, params: ColonyParams, key: jax.Array) -> None:
+        """Compile (or load from the persistent cache) init, run and solution for ``prob``'s
+        shapes."""
+        COMPILED.compiled(_init_jit, self.static, prob, params, key)
+        state = jax.eval_shape(partial(init, **self.static), prob, params, key)
+        COMPILED.compiled(_run_jit, self.static, state, prob, params, jnp.int32(1))
+        COMPILED.compiled(_solution_jit, {}, state, prob, params)
+
+    def init(self, prob: ColonyProblem, params: ColonyParams, key: jax.Array):
+        state = COMPILED(_init_jit, self.static, prob, params, key)
+        return state, state.phase
+
+    def run(self, state, prob, params, steps: int):
+        state = COMPILED(_run_jit, self.static, state, prob, params, jnp.int32(steps))
+        return state, state.phase
+
+    def finished(self, phase: jax.Array) -> bool:
+        return bool((np.asarray(phase) == DONE).all())
+
+    def solution(self, state, prob, params) -> Solution:
+        return jax.device_get(COMPILED(_solution_jit, {}, state, prob, params))
+
+
+def _calls(config: ColonyConfig, placement: sharding.Placement | None):
+    return _LocalCalls(config) if placement is None else sharding.ShardedCalls(config, placement)
+
+
 class _Prepared(NamedTuple):
-    """A batch ready to run: its problem on device, its executables compiled."""
+    """A batch ready to run: its problem on its devices, its executables compiled."""
 
     prob: ColonyProblem
     compile_s: float  # seconds compiling (problem derivation, init, run, solution)
     host_s: float  # other seconds preparing it (padding, transfers)
 
 
-def compile_batch(
-    prob: ColonyProblem, params: ColonyParams, key: jax.Array, config: ColonyConfig
-) -> None:
-    """Compile (or load from the persistent cache) the executables `solve_batch` runs on
-    problems of ``prob``'s shapes: init, run and solution."""
-    static = {"config": config}
-    COMPILED.compiled(_init_jit, static, prob, params, key)
-    state = jax.eval_shape(partial(init, config=config), prob, params, key)
-    COMPILED.compiled(_run_jit, static, state, prob, params, jnp.int32(1))
-    COMPILED.compiled(_solution_jit, {}, state, prob, params)
-
-
 def _prepare(batch: Batch, regions, machine, params, key, options: Options, exact) -> _Prepared:
-    """Build a batch's problem (derivation dispatched) and compile its executables."""
+    """Build a batch's problem (derivation dispatched; a process with no region of the call
+    feeds a placeholder that is skipped), place it and compile its executables."""
     t0, c0 = time.perf_counter(), COMPILED.compile_seconds
     prob = problem(
-        [regions[i] for i in batch.indices],
+        [regions[i] for i in batch.indices] or [sharding.placeholder()],
         machine,
         shape=batch.shape,
         batch=batch.size,
         starts=options.starts,
         exact=[exact.get(i) for i in batch.indices],
     )
-    compile_batch(prob, params, key, batch.config)
+    if not batch.indices:
+        prob = prob._replace(real=jnp.zeros_like(prob.real))
+    calls = _calls(batch.config, batch.placement)
+    prob = calls.prepare(prob)
+    calls.compile(prob, params, key)
     compiled = COMPILED.compile_seconds - c0
     return _Prepared(prob, compiled, time.perf_counter() - t0 - compiled)
 
@@ -369,19 +379,27 @@ def solve_batch(
     config: ColonyConfig,
     on_iteration: Callable[[int], None] | None = None,
     meanwhile: Callable[[], None] | None = None,
+    placement: sharding.Placement | None = None,
 ) -> Solution:
     """`jaxsched.colony.solve` driven from the host in chunks of iterations (same result),
     so long batches report progress: ``on_iteration(iterations done)`` after each chunk.
-    Chunks double while a call takes under a second. ``meanwhile()`` runs once on the host
-    while the device runs the first chunk (`schedule` prepares the next batch there)."""
-    state = COMPILED(_init_jit, {"config": config}, prob, params, key)
+    Chunks double while a call takes under a second (always, with several processes).
+    ``meanwhile()`` runs once on the host while the device runs the first chunk (`schedule`
+    prepares the next batch there), or at once when no iteration runs.
+
+    With a ``placement`` (`jaxsched.colony.sharding`), ``prob`` is this process's part of the
+    batch (or that part already placed on the mesh), and the result is this process's part
+    (every process calls it). Returns a host (NumPy) `Solution`."""
+    calls = _calls(config, placement)
+    prob = calls.prepare(prob)
+    state, flag = calls.init(prob, params, key)
     chunk, done = 1, 0
-    # A batch whose passes were all skipped (bounds met) needs no iteration, and no compile.
-    while not bool((np.asarray(state.phase) == DONE).all()):
+    # A batch whose passes were all skipped (bounds met) needs no iteration.
+    while not calls.finished(flag):
         if done > 2 * config.max_iterations + 2:  # cannot happen: each pass is capped
             raise RuntimeError("colony: passes did not end within their iteration caps")
         t0 = time.perf_counter()
-        state = COMPILED(_run_jit, {"config": config}, state, prob, params, jnp.int32(chunk))
+        state, flag = calls.run(state, prob, params, chunk)
         if meanwhile is not None:
             m0 = time.perf_counter()
             meanwhile()
@@ -390,11 +408,11 @@ def solve_batch(
         done += chunk
         if on_iteration is not None:
             on_iteration(done)
-        if time.perf_counter() - t0 < 1.0:
+        if not calls.adaptive or time.perf_counter() - t0 < 1.0:
             chunk = min(2 * chunk, 2 * config.max_iterations)
     if meanwhile is not None:  # no iteration ran: the host work still has to happen
         meanwhile()
-    return COMPILED(_solution_jit, {}, state, prob, params)
+    return calls.solution(state, prob, params)
 
 
 def schedule(
@@ -412,13 +430,16 @@ def schedule(
     """Schedule regions with the two-pass colony; one `Result` per region, in input order.
 
     Args:
-      regions: a `Region` or an iterable of them.
+      regions: a `Region` or an iterable of them (in a multi-process run: this process's).
       machine: the target (default `gfx906`).
       seed: an int or a JAX key; the same seed gives a region the same result whatever else
-        is in the call (its stream is keyed by its content, `jaxsched.problem.fingerprint`).
+        is in the call and on however many devices (its stream is keyed by its content,
+        `jaxsched.problem.fingerprint`).
       config / params / options: `ColonyConfig`, `ColonyParams`, `Options`; keyword
-        ``overrides`` set their fields by name (``ants=1024`` sets whole wavefronts).
-      progress: called after each batch with (region indices, their results).
+        ``overrides`` set their fields by name (``ants=1024`` sets whole wavefronts,
+        ``devices="all"`` spreads the batches over every device).
+      progress: called after each batch with (region indices, their results); in a
+        multi-process run after every call on every process, possibly with none.
       on_iteration: called during a batch with (regions in the batch, iterations done).
 
     The persistent compilation cache is turned on (`ensure_persistent_cache`), and each batch
@@ -435,7 +456,7 @@ def schedule(
     key = seed if isinstance(seed, jax.Array) else jax.random.key(int(seed))
     exact = _run_exact(regions, machine, options)
     results: list[Result | None] = [None] * len(regions)
-    plan = plan_batches(regions, machine, config, options)
+    plan = _plan(regions, machine, config, options)
     ready = {}
 
     def prepare(k: int) -> None:
@@ -447,7 +468,7 @@ def schedule(
         t0, call, idxs = time.perf_counter(), ready.pop(k), batch.indices
         ahead = partial(prepare, k + 1) if k + 1 < len(plan) else None
         beat = None if on_iteration is None else partial(on_iteration, len(idxs))
-        sol = jax.device_get(solve_batch(call.prob, params, key, batch.config, beat, ahead))
+        sol = solve_batch(call.prob, params, key, batch.config, beat, ahead, batch.placement)
         nxt = ready.get(k + 1)
         spent = time.perf_counter() - t0 - (nxt.compile_s + nxt.host_s if nxt else 0.0)
         seconds = (call.compile_s, call.host_s + spent)
@@ -495,7 +516,8 @@ def warmup(
     for n in buckets:
         shape = canonical_shape(PaddedShape(n, 1, 1, 1, 1, 1, 1, machine.num_files))
         cfg = fit_ants(shape, config, options.memory_budget)
-        for size in batches or batch_sizes(batch_cap(shape, cfg, options)):
+        cap = batch_cap(shape, cfg, options.memory_budget, options.max_batch)
+        for size in batches or batch_sizes(cap):
             c0, t0 = COMPILED.compilations, time.perf_counter()
             _prepare(Batch([0], shape, cfg, size), [region], machine, params, key, options, {})
             rec = {

@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxsched.colony import dispatch
+from jaxsched.colony.antshard import ant_total, ant_winner
 from jaxsched.colony.construct import BIG, AntResults, Prepared, StepInputs, static_key
 from jaxsched.colony.params import ColonyConfig, ColonyParams, pass_params
 from jaxsched.machines.model import RP_UNLIMITED, MachineArrays, rp_cost_jax, rp_limits
@@ -124,12 +125,6 @@ def ant_costs(
     return jnp.where(timed, cost_ilp, cost_rp)
 
 
-def _first_min(x: jnp.ndarray) -> jnp.ndarray:
-    """Index of the first minimum of a 1-D array (plain reductions only)."""
-    idx = jnp.arange(x.shape[0], dtype=jnp.int32)
-    return jnp.where(x == x.min(), idx, x.shape[0]).min()
-
-
 def step_inputs(
     ps: PassState, prep: Prepared, machine: MachineArrays, params: ColonyParams
 ) -> StepInputs:
@@ -194,10 +189,11 @@ def iterate(
         ),
         batch_axis=batch_axis,
         active=active,
+        ant_axis=config.ant_axis,
     )
     costs = ant_costs(res, machine, ps.timed, config.wavefront_size)
-    w = _first_min(costs)
-    w_cost, w_order, stalls = costs[w], res.order[w], res.stalls[w]
+    fields = (res.order, res.peak, res.stalls)
+    w_cost, (w_order, w_peak, stalls) = ant_winner(costs, fields, config.ant_axis)
     improved = w_cost < ps.best_cost
     budget = jnp.where(
         improved & (stalls < ps.stall_budget),
@@ -207,13 +203,13 @@ def iterate(
     best_cost = jnp.where(improved, w_cost, ps.best_cost)
     # Every ant died: steer the next ones further below the RP limit, and do not count the
     # iteration against the pass's patience while that is still possible.
-    alive = (~res.dead).sum()
+    alive = ant_total(~res.dead, config.ant_axis)
     careful = (alive == 0) & (ps.caution < params.caution_max)
     return ps._replace(
         tau=_deposit(ps, w_order, w_cost, params),
         best_order=jnp.where(improved, w_order, ps.best_order),
         best_cost=best_cost,
-        best_peak=jnp.where(improved, res.peak[w], ps.best_peak),
+        best_peak=jnp.where(improved, w_peak, ps.best_peak),
         best_stalls=jnp.where(improved, stalls, ps.best_stalls),
         stall_budget=budget,
         iteration=ps.iteration + 1,

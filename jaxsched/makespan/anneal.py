@@ -43,6 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from jaxsched.distributed import device_slice
 from jaxsched.makespan.decoder import Decoded, Tables, decode_batch, redecode
 from jaxsched.makespan.model import MakespanError
 
@@ -220,11 +221,24 @@ class Draws(NamedTuple):
     temp: jax.Array  # float32[]
 
 
-def draw(key: jax.Array, iteration: jax.Array, n: int, chains: int, params: AnnealParams) -> Draws:
-    """The `Draws` of the step with ``key`` at ``iteration`` (``n``, ``chains`` static)."""
+def draw(
+    key: jax.Array,
+    iteration: jax.Array,
+    n: int,
+    chains: int,
+    params: AnnealParams,
+    chain_axis: str | None = None,
+) -> Draws:
+    """The `Draws` of the step with ``key`` at ``iteration`` (``n``, ``chains`` static). With
+    ``chain_axis`` (inside `jax.shard_map`, ``chains`` this device's share) the per-chain draws
+    are this device's slice of the whole batch's, so every chain draws as on one device."""
     kp, kc = jax.random.split(key)
     p = _shared_p(kp, n)
-    bits = jax.random.bits(kc, (2, chains), jnp.uint32)
+    if chain_axis is None:
+        bits = jax.random.bits(kc, (2, chains), jnp.uint32)
+    else:
+        whole = jax.random.bits(kc, (2, chains * lax.axis_size(chain_axis)), jnp.uint32)
+        bits = device_slice(whole, chain_axis, dim=1)
     q, move, u_acc = _draw(bits, p, n, params.moves)
     return Draws(p, q, move, u_acc, temperature(params, iteration))
 
@@ -236,14 +250,23 @@ def accepts(current: jax.Array, candidate: jax.Array, u_acc: jax.Array, temp: ja
     return (worse <= 0) | (u_acc * worse.astype(jnp.float32) < temp)
 
 
-def step(key: jax.Array, state: ChainState, tab: Tables, params: AnnealParams) -> ChainState:
+def step(
+    key: jax.Array,
+    state: ChainState,
+    tab: Tables,
+    params: AnnealParams,
+    *,
+    chain_axis: str | None = None,
+) -> ChainState:
     """One annealing step of every chain, with randomness from ``key``; ``iteration + 1``.
 
-    Pure and jit-able; vmappable over ``params`` (and over states, keys and tables).
+    Pure and jit-able; vmappable over ``params`` (and over states, keys and tables). With
+    ``chain_axis`` (inside `jax.shard_map`, the chains split over that mesh axis) the per-chain
+    words are this device's slice of the whole batch's, so every chain steps as on one device.
     """
     n, chains = state.best_string.shape
     cur = state.current
-    d = draw(key, state.iteration, n, chains, params)
+    d = draw(key, state.iteration, n, chains, params, chain_axis)
     cand = redecode(
         tab, cur, _propose(cur.string, d.p, d.q, d.move), d.p, warps_of(tab, cur.string)
     )
@@ -259,16 +282,23 @@ def step(key: jax.Array, state: ChainState, tab: Tables, params: AnnealParams) -
 
 
 def run(
-    key: jax.Array, state: ChainState, tab: Tables, params: AnnealParams, steps: int | jax.Array
+    key: jax.Array,
+    state: ChainState,
+    tab: Tables,
+    params: AnnealParams,
+    steps: int | jax.Array,
+    *,
+    chain_axis: str | None = None,
 ) -> ChainState:
     """``steps`` annealing steps; step ``it`` (= ``state.iteration`` before it) uses
     ``fold_in(key, it)``, so ``run(k, run(k, s, t, p, a), t, p, b) == run(k, s, t, p, a + b)``.
 
     ``steps`` may be traced (no recompilation for a new count). Pure and jit-able.
+    ``chain_axis``: see `step`.
     """
 
     def body(_, st: ChainState) -> ChainState:
-        return step(jax.random.fold_in(key, st.iteration), st, tab, params)
+        return step(jax.random.fold_in(key, st.iteration), st, tab, params, chain_axis=chain_axis)
 
     return lax.fori_loop(0, steps, body, state)
 

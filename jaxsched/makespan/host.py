@@ -43,6 +43,7 @@ from jaxsched.makespan.model import (
     most_pending,
     round_robin,
 )
+from jaxsched.makespan.sharding import chain_devices, chain_mesh, init_sharded, run_sharded
 
 #: Start templates, mixed across chains in this order (chain c gets ``starts[c % len(starts)]``).
 STARTS = ("round_robin", "priority", "most_pending", "random")
@@ -99,9 +100,11 @@ class EstimatePlan(NamedTuple):
       chunk: steps per history record.
       call_steps: steps per device call (``<= chunk``; progress is reported after each).
       memory_bytes: estimated peak memory (device state and temporaries, host history).
-      memory_budget: the budget it was checked against.
+      memory_budget: the budget it was checked against (per device).
       annealing: what runs the steps (`jaxsched.fused.MODES`, "auto" resolved): "lax"
         (`anneal.run`) or the fused kernel, "pallas" or "interpret" (`kernel.run_fused`).
+      devices: devices the chains are split over (1: the default device; see
+        `jaxsched.makespan.sharding`; split chains run the `lax` path).
     """
 
     norm: Normalized
@@ -116,6 +119,7 @@ class EstimatePlan(NamedTuple):
     memory_bytes: int
     memory_budget: int
     annealing: str = "lax"
+    devices: int = 1
 
     @property
     def positions(self) -> int:
@@ -151,13 +155,14 @@ def step_work(n: int, warps: int) -> int:
     return (n // 2 + 1) * (4 * warps + n // 8 + 16) + 8 * n
 
 
-def anneal_bytes(n: int, warps: int, chains: int, records: int) -> int:
+def anneal_bytes(n: int, warps: int, chains: int, records: int, devices: int = 1) -> int:
     """Estimated peak bytes of annealing ``chains`` chains of ``n`` positions: the device state
-    and step temporaries (measured with XLA's memory analysis, with margin; see tests; the
-    larger of the `lax` path's and the fused kernel's, `kernel.fused_words`), the host start
-    strings and ``records`` history rows."""
+    and step temporaries of one device's share of the chains (measured with XLA's memory
+    analysis, with margin; see tests; the larger of the `lax` path's and the fused kernel's,
+    `kernel.fused_words`), the host start strings and ``records`` history rows."""
+    per_device = -(-chains // devices)
     per_chain = max(PER_POSITION_WORDS * n + 2 * warps + 16, fused_words(n, warps))
-    device = 4 * chains * per_chain + (1 << 20)
+    device = 4 * per_device * per_chain + (1 << 20)
     host = 4 * chains * (2 * n + records)
     return device + host
 
@@ -176,6 +181,7 @@ def plan_estimate(
     moves: Sequence[float] = DEFAULT_MOVES,
     memory_budget: int | None = None,
     annealing: str = "auto",
+    devices: int | str | None = None,
 ) -> EstimatePlan:
     """Check every option of `estimate` against the documented limits, on the host.
 
@@ -190,16 +196,22 @@ def plan_estimate(
     fused.check(annealing, "annealing", MakespanError)
     params = make_params(iterations, t0=t0, moves=moves)
     chunk = _check_int("chunk", chunk or -(-iterations // 50), 1, MAX_ITERATIONS)
+    split = 1 if devices is None else chain_devices(devices, chains)
     n = warps * len(norm.kernel)
-    call_steps = max(1, min(chunk, CALL_WORK // max(1, chains * step_work(n, warps))))
+    work = -(-chains // split) * step_work(n, warps)
+    call_steps = max(1, min(chunk, CALL_WORK // max(1, work)))
     records = -(-iterations // chunk) + 1
-    need = anneal_bytes(n, warps, chains, records)
+    need = anneal_bytes(n, warps, chains, records, split)
     budget = check_memory(
-        lambda b: anneal_bytes(n, warps, b, records), chains, memory_budget, "estimate", "chains"
+        lambda b: anneal_bytes(n, warps, b, records, split),
+        chains,
+        memory_budget,
+        "estimate",
+        "chains",
     )
     return EstimatePlan(
         norm, warps, chains, iterations, seed, starts, params, chunk, call_steps, need, budget,
-        fused.resolve(annealing),
+        fused.resolve(annealing), split,
     )  # fmt: skip
 
 
@@ -244,6 +256,7 @@ def estimate(
     moves: Sequence[float] = DEFAULT_MOVES,
     memory_budget: int | None = None,
     annealing: str = "auto",
+    devices: int | str | None = None,
 ) -> MakespanResult:
     """Estimate the worst-case makespan of ``warps`` warps running ``kernel`` on ``sm``.
 
@@ -260,11 +273,14 @@ def estimate(
       progress: called with the number of steps just finished after every device call (calls
         are cut so that each takes about a second on moderate sizes, see `CALL_WORK`).
       moves: weights of the neighbourhood moves `MOVES` (traced: no recompilation).
-      memory_budget: bytes the run may use (estimated from the sizes before anything is
-        allocated; default `DEFAULT_MEMORY_BUDGET`).
+      memory_budget: bytes the run may use on each device (estimated from the sizes before
+        anything is allocated; default `DEFAULT_MEMORY_BUDGET`).
       annealing: what runs the steps, one of `jaxsched.fused.MODES`: "auto" (the fused
         kernel on a CUDA GPU, else lax), "lax", "pallas" (a GPU) or "interpret" (the kernel
         in the Pallas interpreter: slow). All give identical results.
+      devices: None: the default device; ``"all"`` or N: the chains are split over that many
+        of this process's devices (the most that divides ``chains``), with the same result
+        (split chains run the `lax` path).
     Returns:
       a `MakespanResult`; its makespan is a reachable schedule's, so never above the worst case.
     Raises:
@@ -273,14 +289,15 @@ def estimate(
     plan = plan_estimate(
         kernel, warps, sm, seed=seed, chains=chains, iterations=iterations, t0=t0,
         starts=starts, chunk=chunk, moves=moves, memory_budget=memory_budget,
-        annealing=annealing,
+        annealing=annealing, devices=devices,
     )  # fmt: skip
     norm, warps = plan.norm, plan.warps
     k_start, k_run = jax.random.split(jax.random.key(plan.seed))
     strings, names = start_strings(norm, warps, plan.chains, plan.starts, k_start)
     tab = tables(norm, warps)
     strings = jnp.asarray(strings)
-    init_fn, compile_s = COMPILED.compiled(_init_jit, {}, tab, strings)
+    init_jit, init_static, run_jit, static = _calls(plan)
+    init_fn, compile_s = COMPILED.compiled(init_jit, init_static, tab, strings)
     t = time.perf_counter()
     state = init_fn(tab, strings)
     del strings  # the state holds its own copies
@@ -288,7 +305,10 @@ def estimate(
     run_s = time.perf_counter() - t
     rec_it = [0]
     if plan.positions >= 2 and warps >= 2:
-        state, secs, dt = _anneal(plan, tab, state, k_run, records, rec_it, progress)
+        run_fn, dt = COMPILED.compiled(
+            run_jit, static, k_run, state, tab, plan.params, jnp.int32(1)
+        )
+        state, secs = _anneal(plan, run_fn, tab, state, k_run, records, rec_it, progress)
         run_s += secs
         compile_s += dt
     elif progress is not None:
@@ -317,14 +337,22 @@ def estimate(
     )
 
 
-def _anneal(plan: EstimatePlan, tab: Tables, state, key, records, rec_it, progress):
-    """Run all steps in device calls of ``plan.call_steps``, appending a history record at every
-    multiple of ``plan.chunk`` and at the end; (final state, run seconds, compile seconds)."""
-    fn, static = (
-        (_run_jit, {}) if plan.annealing == "lax"
-        else (_fused_jit, {"interpret": plan.annealing == "interpret"})
-    )  # fmt: skip
-    run_fn, compile_s = COMPILED.compiled(fn, static, key, state, tab, plan.params, jnp.int32(1))
+def _calls(plan: EstimatePlan) -> tuple:
+    """(jitted init, its static arguments, jitted run, its static arguments): on the default
+    device (the `lax` run or the fused kernel, by ``plan.annealing``), or split over
+    ``plan.devices`` devices (the `lax` path)."""
+    if plan.devices > 1:
+        mesh = {"mesh": chain_mesh(plan.devices)}
+        return init_sharded, mesh, run_sharded, mesh
+    if plan.annealing == "lax":
+        return _init_jit, {}, _run_jit, {}
+    return _init_jit, {}, _fused_jit, {"interpret": plan.annealing == "interpret"}
+
+
+def _anneal(plan: EstimatePlan, run_fn, tab: Tables, state, key, records, rec_it, progress):
+    """Run all steps in device calls of ``plan.call_steps`` (``run_fn``, compiled), appending a
+    history record at every multiple of ``plan.chunk`` and at the end; (final state, run
+    seconds)."""
     run_s = 0.0
     done = 0
     while done < plan.iterations:
@@ -342,4 +370,4 @@ def _anneal(plan: EstimatePlan, tab: Tables, state, key, records, rec_it, progre
             rec_it.append(done)
         if progress is not None:
             progress(steps)
-    return state, run_s, compile_s
+    return state, run_s

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from jaxsched.files import decode, open_binary, read_bytes, read_lines
@@ -122,15 +122,23 @@ def region_to_dict(region: Region) -> dict:
     return region.to_dict()
 
 
-def iter_regions(path: str | os.PathLike) -> Iterator[Region]:
+def iter_regions(
+    path: str | os.PathLike, keep: Callable[[int], bool] | None = None
+) -> Iterator[Region]:
     """Regions of a file, lazily: a ``.json`` file holds one region (or a list of regions), a
     ``.jsonl`` file one region per non-empty line (lines end with ``\\n``); ``.gz`` files are
-    decompressed (``regions.jsonl.gz``). Errors name the file and line."""
+    decompressed (``regions.jsonl.gz``). Errors name the file and line.
+
+    ``keep(k)`` (called in order for every region k of the file, just before it would be
+    yielded): only kept regions are built and yielded; a ``.jsonl`` line not kept is not even
+    parsed (a process of a multi-process run reads only its share this way).
+    """
     path = Path(path)
+    keep = keep or (lambda k: True)
     inner = Path(path.stem) if path.suffix == ".gz" else path
     with open_binary(path, RegionError) as f:
         if inner.suffix == ".jsonl":
-            yield from _iter_jsonl(f, str(path))
+            yield from _iter_jsonl(f, str(path), keep)
             return
         text = decode(
             read_bytes(f, str(path), RegionError, MAX_REGION_BYTES), str(path), RegionError
@@ -142,19 +150,21 @@ def iter_regions(path: str | os.PathLike) -> Iterator[Region]:
         if not data:
             raise RegionError(f"{path}: empty list (no regions)")
         for k, item in enumerate(data):
-            yield region_from_dict(item, f"{path}[{k}]")
-    else:
+            if keep(k):
+                yield region_from_dict(item, f"{path}[{k}]")
+    elif keep(0):
         yield region_from_dict(data, str(path))
 
 
-def _iter_jsonl(f, path: str) -> Iterator[Region]:
+def _iter_jsonl(f, path: str, keep: Callable[[int], bool]) -> Iterator[Region]:
     count = 0
     for lineno, raw in read_lines(f, path, RegionError, MAX_REGION_BYTES):
         where = f"{path}:{lineno}"
         text = decode(raw, where, RegionError, one_line=True)
         if not text.strip(_JSON_SPACE):
             continue
-        yield region_from_dict(_parse(text, where), where)
+        if keep(count):
+            yield region_from_dict(_parse(text, where), where)
         count += 1
     if count == 0:
         raise RegionError(f"{path}: empty file (no regions)")

@@ -1,0 +1,120 @@
+"""Multi-device cases, run in a separate process by tests/test_sharding.py.
+
+``python tests/sharding_cases.py CASE...`` (8 forced CPU devices: ``XLA_FLAGS`` below)
+prints one JSON object: per case, whether each device count gave the single-device results and
+how many compilations it took. Every colony schedule is checked by the verifier here.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+
+os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
+
+import jax
+import numpy as np
+from conftest import shuffled
+
+import jaxsched
+from jaxsched.compilation import COMPILED
+from jaxsched.machines.model import gfx906
+from jaxsched.makespan import SM, estimate
+from jaxsched.problem.generate import generate_regions
+
+MACHINE = gfx906()
+#: 4 wavefronts (so one region's ants split over up to 4 devices), few iterations; starting
+#: from the input order of shuffled regions, both passes run on most regions.
+SETTINGS = dict(seed=7, ants=256, max_iterations=6, starts=("input",))
+TIMING = ("compile_seconds", "run_seconds")
+
+
+def corpus(count: int, lo: int = 17, hi: int = 32) -> list:
+    """``count`` shuffled generated regions of ``lo..hi`` instructions (one bucket by default)."""
+    rng = np.random.default_rng(1)
+    regs = [r for r in generate_regions(5, 4 * count, lo, hi) if lo <= len(r) <= hi]
+    return [shuffled(r, rng) for r in regs[:count]]
+
+
+def run(regions, **kw) -> tuple[list[dict], dict]:
+    """(records without timings, {"compilations", "calls"}) of one `schedule`, verified."""
+    calls, c0 = [], COMPILED.compilations
+    out = jaxsched.schedule(
+        regions, MACHINE, progress=lambda idxs, res: calls.append(len(idxs)), **SETTINGS, **kw
+    )
+    for region, res in zip(regions, out, strict=True):
+        jaxsched.verify(region, MACHINE, res.cycles, order=res.order)
+    recs = [{k: v for k, v in r.to_dict().items() if k not in TIMING} for r in out]
+    return recs, {"compilations": COMPILED.compilations - c0, "calls": calls}
+
+
+@functools.cache
+def reference() -> tuple[list, list[dict]]:
+    """(the 16 regions of one bucket, their single-device records)."""
+    regions = corpus(16)
+    return regions, run(regions)[0]
+
+
+def regions_case(devices: list, **kw) -> dict:
+    """The 16 regions on each device count against one device."""
+    regions, ref = reference()
+    out = {"iterations": sum(sum(r["iterations"]) for r in ref)}
+    for d in devices:
+        recs, stats = run(regions, devices=d, **kw)
+        out[str(d)] = {"same": recs == ref, **stats}
+    return out
+
+
+def buckets_case(devices: int, max_batch: int) -> dict:
+    """Two buckets (6 small regions and the 16 of `reference`), several calls each: the same
+    results, and compilations per bucket (a region's result does not depend on its batch, so
+    the reference is the two buckets run apart)."""
+    small = corpus(6, 9, 16)
+    regions, ref = reference()
+    recs, stats = run(small + regions, devices=devices, max_batch=max_batch)
+    return {"same": recs == run(small)[0] + ref, **stats}
+
+
+def ants_case(devices: list) -> dict:
+    """One region's ants split over devices against its single-device result (in a batch:
+    a region's result does not depend on the batch)."""
+    regions, ref = reference()
+    b = max(range(len(ref)), key=lambda i: sum(ref[i]["iterations"]))
+    out = {"iterations": sum(ref[b]["iterations"])}
+    for d in devices:
+        recs, stats = run([regions[b]], devices=d)
+        out[str(d)] = {"same": recs == [ref[b]], **stats}
+    return out
+
+
+def anneal_case(devices: list) -> dict:
+    """Annealing chains split over devices against one device."""
+    sm = SM(schedulers=2, capacity={"L": 1, "C": 4, "S": 0.5, "D": 1})
+
+    def one(d):
+        c0 = COMPILED.compilations
+        r = estimate("LLCCSDLCCS", 6, sm, seed=5, chains=64, iterations=200, devices=d)
+        key = [r.makespan, r.warp_string.tolist(), r.chain_best.tolist(), r.history.tolist()]
+        return key, COMPILED.compilations - c0
+
+    ref, _ = one(None)
+    out = {}
+    for d in devices:
+        key, compiled = one(d)
+        out[str(d)] = {"same": key == ref, "compilations": compiled}
+    return out
+
+
+CASES = {
+    "regions8": lambda: regions_case([8], max_batch=1),
+    "buckets2": lambda: buckets_case(2, max_batch=4),
+    "ants": lambda: ants_case([8]),
+    "ants2": lambda: ants_case([2]),
+    "anneal": lambda: anneal_case([2, 8]),
+}
+
+if __name__ == "__main__":
+    assert len(jax.devices()) == 8, jax.devices()
+    print(json.dumps({name: CASES[name]() for name in sys.argv[1:]}))

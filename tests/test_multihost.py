@@ -1,0 +1,161 @@
+"""``jaxsched schedule`` as two real processes on localhost (`jax.distributed`, CPU collectives
+through gloo, 2 forced CPU devices each: one global mesh of 4 devices).
+
+* the two-process output has every region exactly once, equal to the single-process output;
+* a bad region is reported by both processes (only its owner reads it);
+* killing one process stops the other with a clear message, and ``--resume`` (one process)
+  completes the run with nothing lost.
+
+Every process is bounded by a timeout; the compilation cache is shared by the runs of this
+module, so the later runs mostly reuse the first ones' executables.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+TIMEOUT = 420
+#: 16 generated regions of one bucket; the ILP pass runs on several (no filters).
+SETTINGS = ["--ants", "128", "--iterations", "6", "--no-filters", "--seed", "1", "--quiet"]
+#: Batches (results do not depend on them): 8 regions per call on one device, 2 per device on
+#: 4 devices; a resumed run with 8 regions left then reuses the single-process executables.
+ONE, TWO = ["--max-batch", "8"], ["--max-batch", "2"]
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("multihost")
+    gen = ["generate", "-o", str(d / "regions.jsonl"), "--count", "16"]
+    cli(d, [*gen, "--min-size", "17", "--max-size", "32", "--seed", "3"]).check_returncode()
+    return d
+
+
+def env(work: Path) -> dict:
+    e = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2")
+    e["JAXSCHED_CACHE_DIR"] = str(work / "xla")
+    return e
+
+
+def cli(work: Path, args: list[str]) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "jaxsched", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT, env=env(work))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_two(work: Path, args: list[str], peer_timeout: float) -> list[subprocess.Popen]:
+    port = free_port()
+    procs = []
+    for i in range(2):
+        cluster = ["--coordinator", f"127.0.0.1:{port}", "--num-processes", "2"]
+        cluster += ["--process-id", str(i), "--peer-timeout", str(peer_timeout)]
+        cmd = [sys.executable, "-m", "jaxsched", "schedule", *args, *cluster]
+        procs.append(
+            subprocess.Popen(
+                cmd,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=env(work),
+            )
+        )
+    return procs
+
+
+def finish(procs: list[subprocess.Popen], timeout: float = TIMEOUT) -> list[tuple[int, str, str]]:
+    out = []
+    try:
+        for p in procs:
+            stdout, stderr = p.communicate(timeout=timeout)
+            out.append((p.returncode, stdout, stderr))
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+    return out
+
+
+def records(path: Path) -> list[dict]:
+    """The records of a results file, timings left out."""
+    lines = path.read_text().splitlines()
+    assert json.loads(lines[0])["jaxsched"] == "results/1"
+    drop = ("compile_seconds", "run_seconds")
+    return [{k: v for k, v in json.loads(x).items() if k not in drop} for x in lines[1:]]
+
+
+@pytest.fixture(scope="module")
+def reference(work: Path) -> list[dict]:
+    """The single-process results."""
+    ref = work / "ref.jsonl"
+    res = cli(work, ["schedule", str(work / "regions.jsonl"), *SETTINGS, *ONE, "--out", str(ref)])
+    assert res.returncode == 0, res.stderr[-2000:]
+    return records(ref)
+
+
+def test_two_processes_equal_one(work, reference):
+    out = work / "two.jsonl"
+    args = [str(work / "regions.jsonl"), *SETTINGS, *TWO, "--out", str(out)]
+    (rc0, _, err0), (rc1, stdout1, err1) = finish(start_two(work, args, 30))
+    assert (rc0, rc1) == (0, 0), err0[-2000:] + err1[-2000:]
+    recs = records(out)
+    names = [r["name"] for r in recs]
+    assert len(names) == len(set(names)) == 16  # every region exactly once
+    assert recs == reference
+    assert sum(sum(r["iterations"]) for r in recs) > 0
+    assert stdout1 == ""  # only process 0 reports (and writes)
+    assert not (work / "two.jsonl.partial").exists()
+
+
+def test_a_bad_region_stops_both_processes(work):
+    lines = (work / "regions.jsonl").read_text().splitlines()
+    lines[2] = '{"name": "broken"'  # region 2 belongs to process 0
+    bad = work / "bad.jsonl"
+    bad.write_text("\n".join(lines) + "\n")
+    results = finish(start_two(work, [str(bad), *SETTINGS], 30), timeout=120)
+    for rc, _, err in results:
+        assert rc == 2, err[-2000:]
+        assert f"{bad}:3" in err.strip().splitlines()[-1]
+
+
+@pytest.mark.slow
+def test_a_lost_process_stops_the_run_and_resume_completes_it(work, reference):
+    out = work / "killed.jsonl"
+    journal = work / "killed.jsonl.partial"
+    args = [str(work / "regions.jsonl"), *SETTINGS, "--out", str(out)]
+    procs = start_two(work, [*args, *TWO], 5)
+    deadline = time.monotonic() + TIMEOUT
+    while not (journal.exists() and len(journal.read_text().splitlines()) >= 2):
+        assert time.monotonic() < deadline and procs[0].poll() is None, "no record journaled"
+        time.sleep(0.05)
+    procs[1].send_signal(signal.SIGKILL)  # after the first call: one call is left
+    t0 = time.monotonic()
+    (rc0, _, err0), _ = finish(procs, timeout=120)
+    assert rc0 == 3, err0[-2000:]
+    assert time.monotonic() - t0 < 90
+    last = err0.strip().splitlines()[-1]
+    assert "process 1 of 2 sent no heartbeat" in last and "--resume" in last, last
+    assert not out.exists()
+    done = len(records(journal))
+    assert 0 < done < 16
+
+    # One process, one device (progress shown: it says how many regions were kept).
+    res = cli(work, ["schedule", *[a for a in args if a != "--quiet"], *ONE, "--resume"])
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert f"resuming, {done} of 16 regions already done" in res.stderr
+    recs = records(out)
+    assert [r["name"] for r in recs] == [r["name"] for r in reference]
+    assert recs == reference
