@@ -29,7 +29,8 @@ def batches(
     seed: int = 0,
 ) -> list[TuneProblem]:
     """`TuneProblem` batches of at most ``batch`` regions, each of one instruction bucket
-    (padded size), in bucket order; a bucket's last batch is padded to the same size with
+    (padded size), in an order shuffled by ``seed`` (so that a few training steps see every
+    bucket); a bucket's last batch is padded to the same size with
     copies of its first region, marked not ``real`` (the training objective ignores them).
     The ants' context (`tune_problem`) is that of ``params`` under key ``seed``."""
     groups: dict[int, list[Region]] = {}
@@ -43,7 +44,7 @@ def batches(
         for k in range(0, len(group), size):
             prob = problem(group[k : k + size], machine, batch=size)
             out.append(tune_problem(prob, params, key, config))
-    return out
+    return [out[i] for i in np.random.default_rng(seed).permutation(len(out))]
 
 
 class Validation(NamedTuple):
