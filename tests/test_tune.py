@@ -105,3 +105,28 @@ def test_cli_schedule_params(tmp_path, capsys, monkeypatch):
     pfile.write_text("{")
     assert main(["schedule", str(rfile), "--params", str(pfile), *fast]) == 2
     assert "not a JSON" in capsys.readouterr().err
+
+
+def test_cli_tune(tmp_path, capsys):
+    train, valid = tmp_path / "train.jsonl", tmp_path / "valid.jsonl"
+    jaxsched.save_regions(generate_regions(11, 3, 9, 14), train)
+    jaxsched.save_regions(generate_regions(12, 2, 9, 14), valid)
+    out, log = tmp_path / "p.json", tmp_path / "log.json"
+    fast = ["--steps", "2", "--ants", "8", "--wavefront", "4", "--iterations", "2", "--quiet"]
+    argv = ["tune", str(train), "--valid", str(valid), "-o", str(out), "--log", str(log)]
+    assert main([*argv, *fast]) == 0
+    printed = capsys.readouterr().out
+    doc = json.loads(log.read_text())
+    assert len(doc["steps"]) == 2 and all(np.isfinite(s["loss"]) for s in doc["steps"])
+    v = doc["validation"]
+    assert v["regions"] == 2 and f"occupancy {v['occupancy_learned']} learned" in printed
+    assert doc["kept"] == ("learned" if v["lost"] == 0 else "defaults")
+    params = load_params(out, files=F)
+    if doc["kept"] == "defaults":
+        assert float(params.weight_position[0]) == float(default_params().weight_position[0])
+    # Bad input: one line, exit 2, no parameters written.
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"format": "jaxsched.region/1"\n')
+    assert main(["tune", str(bad), "-o", str(tmp_path / "q.json"), *fast]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "bad.jsonl" in err[0] and not (tmp_path / "q.json").exists()

@@ -22,7 +22,7 @@ import traceback
 from jaxsched.errors import InputError
 
 #: Subcommand modules, in help order.
-SUBCOMMANDS = ("schedule", "generate", "makespan", "mir", "warmup")
+SUBCOMMANDS = ("schedule", "generate", "makespan", "mir", "tune", "warmup")
 
 _REPORT_HINT = "please report this with the command line and input files"
 

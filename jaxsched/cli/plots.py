@@ -1,4 +1,5 @@
-"""Plots for ``jaxsched schedule --plot DIR`` (matplotlib, the ``plot`` extra)."""
+"""Plots for ``jaxsched schedule --plot DIR`` and ``jaxsched tune --plot DIR`` (matplotlib,
+the ``plot`` extra)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from pathlib import Path
 from jaxsched.cli.main import UsageError
 
 
-def _matplotlib():
+def pyplot():
+    """matplotlib.pyplot on the Agg backend; `UsageError` if matplotlib is missing."""
     try:
         import matplotlib
 
@@ -28,7 +30,7 @@ def plot_results(rows: list, machine, out_dir: Path) -> list[Path]:
     sequence, and the colony's convergence (best and iteration-winner cost per iteration)."""
     from jaxsched.verify import verify
 
-    plt = _matplotlib()
+    plt = pyplot()
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for region, res in rows:
@@ -68,3 +70,27 @@ def plot_results(rows: list, machine, out_dir: Path) -> list[Path]:
         plt.close(fig)
         written.append(path)
     return written
+
+
+def plot_learning_curve(losses: list[float], out_dir: Path) -> Path:
+    """``out_dir/learning-curve.png``: the sampled mean cost of each training step and its
+    running mean over 10 steps."""
+    import numpy as np
+
+    plt = pyplot()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    steps = np.arange(1, len(losses) + 1)
+    window = min(10, len(losses))
+    smooth = np.convolve(losses, np.ones(window) / window, mode="valid")
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.plot(steps, losses, ".", alpha=0.5, label="step (its batch)")
+    ax.plot(steps[window - 1 :], smooth, "-", label=f"running mean of {window}")
+    ax.set_xlabel("training step")
+    ax.set_ylabel("sampled expected cost (RP cost + length / cap)")
+    ax.set_title("jaxsched tune: learning curve")
+    ax.legend()
+    fig.tight_layout()
+    path = out_dir / "learning-curve.png"
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+    return path

@@ -62,6 +62,7 @@ class Samples(NamedTuple):
     cost: jnp.ndarray  # f32[B, A]: `order_costs`
 
 
+@partial(jax.jit, static_argnames="config")
 def tune_problem(
     prob: ColonyProblem, params: ColonyParams, key: jax.Array, config: ColonyConfig
 ) -> TuneProblem:

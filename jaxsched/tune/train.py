@@ -56,8 +56,10 @@ def region_surrogate(
 def surrogate(
     params: ColonyParams, problem: TuneProblem, samples: Samples, ants: Ants
 ) -> jnp.ndarray:
-    """f32[]: the mean over regions of `region_surrogate`."""
-    return region_surrogate(params, problem, samples, ants).mean()
+    """f32[]: the mean over the real regions (``prob.real``) of `region_surrogate`."""
+    real = problem.prob.real.astype(jnp.float32)
+    per_region = region_surrogate(params, problem, samples, ants)
+    return (per_region * real).sum() / jnp.maximum(real.sum(), 1.0)
 
 
 def expected_cost(

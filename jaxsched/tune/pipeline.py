@@ -1,0 +1,108 @@
+"""From region files to tuned parameters: training batches grouped by bucket (`batches`) and
+the validation of learned against default parameters with the full colony (`validate`), shared
+by ``jaxsched tune`` and ``examples/tune_heuristic.py``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import jax
+import numpy as np
+
+from jaxsched.colony.host import schedule
+from jaxsched.colony.params import ColonyConfig, ColonyParams
+from jaxsched.colony.problem import canonical_shape, problem
+from jaxsched.machines.model import Machine
+from jaxsched.problem.padded import padded_shape
+from jaxsched.problem.region import Region
+from jaxsched.tune.model import Ants, TuneProblem, tune_problem
+
+
+def batches(
+    regions: Sequence[Region],
+    machine: Machine,
+    params: ColonyParams,
+    *,
+    ants: Ants,
+    batch: int = 8,
+    seed: int = 0,
+) -> list[TuneProblem]:
+    """`TuneProblem` batches of at most ``batch`` regions, each of one instruction bucket
+    (padded size), in an order shuffled by ``seed`` (so that a few training steps see every
+    bucket); a bucket's last batch is padded to the same size with
+    copies of its first region, marked not ``real`` (the training objective ignores them).
+    The ants' context (`tune_problem`) is that of ``params`` under key ``seed``."""
+    groups: dict[int, list[Region]] = {}
+    for r in regions:
+        groups.setdefault(canonical_shape(padded_shape(r, machine)).n, []).append(r)
+    config = ColonyConfig(wavefronts=ants.wavefronts, wavefront_size=ants.wavefront_size)
+    key = jax.random.key(seed)
+    out = []
+    for _, group in sorted(groups.items()):
+        size = min(batch, len(group))
+        for k in range(0, len(group), size):
+            prob = problem(group[k : k + size], machine, batch=size)
+            out.append(tune_problem(prob, params, key, config))
+    return [out[i] for i in np.random.default_rng(seed).permutation(len(out))]
+
+
+class Validation(NamedTuple):
+    """Learned against default parameters on the same regions and seed (sums over regions)."""
+
+    occupancy_default: int
+    occupancy_learned: int
+    #: regions where the learned parameters reach a lower / higher occupancy
+    lost: int
+    gained: int
+    #: summed length (cycles) over the regions where both reach the same occupancy
+    length_default: int
+    length_learned: int
+    regions: int
+
+    @property
+    def keeps_occupancy(self) -> bool:
+        """No region loses occupancy (the condition for using the learned parameters)."""
+        return self.lost == 0
+
+    def summary(self) -> str:
+        return (
+            f"validation on {self.regions} regions: occupancy {self.occupancy_learned} learned "
+            f"vs {self.occupancy_default} default ({self.gained} gained, {self.lost} lost); "
+            f"length at equal occupancy {self.length_learned} vs {self.length_default} cycles"
+        )
+
+    def to_dict(self) -> dict:
+        return {**self._asdict(), "keeps_occupancy": self.keeps_occupancy}
+
+
+def validate(
+    regions: Sequence[Region],
+    machine: Machine,
+    default: ColonyParams,
+    learned: ColonyParams,
+    *,
+    seed: int = 0,
+    **overrides,
+) -> Validation:
+    """Schedule ``regions`` with the colony (`schedule`, ``overrides`` as there) under
+    ``default`` and under ``learned`` with the same ``seed`` and compare."""
+    a = schedule(regions, machine, seed=seed, params=default, **overrides)
+    b = schedule(regions, machine, seed=seed, params=learned, **overrides)
+    occ_a = np.array([r.occupancy for r in a])
+    occ_b = np.array([r.occupancy for r in b])
+    same = occ_a == occ_b
+    return Validation(
+        occupancy_default=int(occ_a.sum()),
+        occupancy_learned=int(occ_b.sum()),
+        lost=int((occ_b < occ_a).sum()),
+        gained=int((occ_b > occ_a).sum()),
+        length_default=int(sum(r.length for r, s in zip(a, same, strict=True) if s)),
+        length_learned=int(sum(r.length for r, s in zip(b, same, strict=True) if s)),
+        regions=len(regions),
+    )
+
+
+def ants_overrides(ants: Ants) -> dict:
+    """`schedule` keyword overrides running ``ants`` (the same wavefront layout)."""
+    return {"ants": ants.count, "wavefront_size": ants.wavefront_size}
