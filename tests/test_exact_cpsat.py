@@ -129,12 +129,14 @@ def build_model(region: Region, machine: Machine, objective: str, rp_target: int
     return m, length, pos, cyc
 
 
-def solve_cpsat(region, machine, objective, rp_target=None, seconds=60.0):
+def solve_cpsat(region, machine, objective, rp_target=None, seconds=300.0):
     """(status name, optimal objective value or None, wall seconds)."""
     m, obj, _, _ = build_model(region, machine, objective, rp_target)
     m.Minimize(obj)
     solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = seconds
+    # A deterministic limit: whether CP-SAT proves optimality must not depend on the load.
+    solver.parameters.max_deterministic_time = seconds
+    solver.parameters.max_time_in_seconds = 20 * seconds  # a hang guard only
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = 0
     st = solver.Solve(m)
