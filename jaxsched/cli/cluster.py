@@ -142,18 +142,34 @@ class Cluster:
             return contextlib.nullcontext()
         from jaxsched.distributed import PeerWatch
 
-        kept = f"the results done so far are in {out}.partial; " if out and self.writer else ""
-
         def lost(message: str) -> None:
-            print(
-                f"jaxsched schedule: error: process {self.index}: {message}; {kept}"
-                "rerun the same command with --resume to finish",
-                file=sys.stderr,
-                flush=True,
-            )
-            os._exit(EXIT_LOST)
+            os._exit(self.report_lost(message, out))
 
         return PeerWatch(timeout, lost)
+
+    def report_lost(self, message: str, out: Path | None) -> int:
+        """Print the one line of a lost process (what was kept, how to finish); `EXIT_LOST`."""
+        kept = f"the results done so far are in {out}.partial; " if out and self.writer else ""
+        print(
+            f"jaxsched schedule: error: process {self.index}: {message}; {kept}"
+            "rerun the same command with --resume to finish",
+            file=sys.stderr,
+            flush=True,
+        )
+        return EXIT_LOST
+
+
+#: Words of the runtime's errors when a collective's peer went away (gloo, the coordinator).
+_PEER_GONE = ("gloo", "connection reset", "connection refused", "broken pipe", "heartbeat")
+
+
+def peer_gone(error: BaseException) -> str | None:
+    """The first line of ``error`` when it is a collective failing because another process
+    went away (a `JaxRuntimeError` naming a lost connection), else None."""
+    text = str(error)
+    if type(error).__name__ != "JaxRuntimeError" or not any(w in text.lower() for w in _PEER_GONE):
+        return None
+    return text.strip().splitlines()[0] if text.strip() else type(error).__name__
 
 
 def _native_output_to_stderr() -> None:

@@ -10,7 +10,7 @@ import time
 from functools import partial
 from pathlib import Path
 
-from jaxsched.cli.cluster import Cluster, add_arguments
+from jaxsched.cli.cluster import Cluster, add_arguments, peer_gone
 from jaxsched.cli.main import (
     UsageError,
     devices_type,
@@ -235,8 +235,13 @@ def run(args: argparse.Namespace) -> int:
             cluster.gather(None)  # nobody leaves while process 0 writes
         except Exception as e:
             # Leave at once: the runtime's exit barrier would wait for the other processes,
-            # which stop through their own watch.
-            code = report_error("schedule", e, debug=args.debug)
+            # which stop through their own watch. A collective that failed because a peer
+            # went away is that peer's loss, not a bug.
+            gone = peer_gone(e)
+            if gone is not None:
+                code = cluster.report_lost(f"another process was lost ({gone})", args.out)
+            else:
+                code = report_error("schedule", e, debug=args.debug)
             sys.stderr.flush()
             os._exit(code)
     return code

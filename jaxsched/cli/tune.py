@@ -51,7 +51,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _training_regions(args, machine) -> list:
     from jaxsched.cli.schedule import _load
 
-    regions = _load([args.train], machine)
+    regions = _load([args.train], None, machine)
     small = [r for r in regions if len(r) <= args.max_size]
     if not small:
         raise UsageError(
@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     config, _, _ = split_overrides(layout, None, None, None)
     ants = Ants(config.wavefronts, config.wavefront_size)
     regions = _training_regions(args, machine)
-    valid = _load([args.valid], machine) if args.valid else []
+    valid = _load([args.valid], None, machine) if args.valid else []
     default = default_params()
     say = (lambda *a: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
     t0 = time.perf_counter()
