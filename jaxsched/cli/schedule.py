@@ -255,6 +255,40 @@ def _manifest(cluster: Cluster, mine: list) -> list[tuple[int, str, int, int]]:
     return sorted(tuple(row) for part in rows for row in part)
 
 
+def _check_output(args: argparse.Namespace, names: list[str]) -> None:
+    """Unique region names with ``--out``; ``--resume`` only with ``--out``."""
+    if len(set(names)) != len(names) and args.out:
+        dup = sorted({n for n in names if names.count(n) > 1})[:3]
+        raise UsageError(f"region names must be unique with --out (repeated: {dup})")
+    if args.resume and args.out is None:
+        raise UsageError("--resume needs --out")
+
+
+def _params(args: argparse.Namespace, machine):
+    """The `ColonyParams` of ``--params FILE``, or None (the defaults)."""
+    if args.params is None:
+        return None
+    from jaxsched.tune.files import load_params
+
+    return load_params(args.params, files=len(machine.file_names))
+
+
+def _resumed(args: argparse.Namespace, cluster: Cluster, settings: dict, manifest) -> dict:
+    """The records ``--resume`` keeps from the results file (process 0; empty elsewhere)."""
+    from jaxsched.cli import results
+
+    if not (args.resume and cluster.writer):
+        return {}
+    expected = {name: (fp, n) for _, name, fp, n in manifest}
+    records = results.resume(args.out, settings, expected)
+    if records and not args.quiet:
+        print(
+            f"jaxsched schedule: resuming, {len(records)} of {len(manifest)} regions already done",
+            file=sys.stderr,
+        )
+    return records
+
+
 def _run(args: argparse.Namespace, cluster: Cluster) -> int:
     import jaxsched
     from jaxsched.cli import results
@@ -267,29 +301,13 @@ def _run(args: argparse.Namespace, cluster: Cluster) -> int:
     regions = [r for _, r in mine]
     manifest = _manifest(cluster, mine)
     names = [name for _, name, _, _ in manifest]
-    if len(set(names)) != len(names) and args.out:
-        dup = sorted({n for n in names if names.count(n) > 1})[:3]
-        raise UsageError(f"region names must be unique with --out (repeated: {dup})")
-    if args.resume and args.out is None:
-        raise UsageError("--resume needs --out")
+    _check_output(args, names)
     overrides = _overrides(args)
-    params = None
-    if args.params is not None:
-        from jaxsched.tune.files import load_params
-
-        params = load_params(args.params, files=len(machine.file_names))
+    params = _params(args, machine)
     settings = _settings(machine, args.seed, overrides, params)
     cluster.same([settings, args.files, str(args.out), args.resume], "options or files")
     verify = args.verify if args.verify is not None else len(names) <= VERIFY_AUTO_LIMIT
-    records: dict[str, dict] = {}
-    if args.resume and cluster.writer:
-        expected = {name: (fp, n) for _, name, fp, n in manifest}
-        records = results.resume(args.out, settings, expected)
-        if records and not args.quiet:
-            print(
-                f"jaxsched schedule: resuming, {len(records)} of {len(names)} regions already done",
-                file=sys.stderr,
-            )
+    records = _resumed(args, cluster, settings, manifest)
     done = set(cluster.first(sorted(records)))
     todo = [i for i, r in enumerate(regions) if r.name not in done]
     writer = cluster.writer
