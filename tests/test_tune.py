@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -107,6 +109,13 @@ def test_cli_schedule_params(tmp_path, capsys, monkeypatch):
     assert "not a JSON" in capsys.readouterr().err
 
 
+def _cli(*argv: str) -> subprocess.CompletedProcess:
+    """``jaxsched ARGV`` in a fresh process (see tests/test_tune_grad.py: XLA's CPU compile of
+    the replay crashed a long-lived test worker, never a process of its own)."""
+    cmd = [sys.executable, "-m", "jaxsched", *argv]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+
+
 def test_cli_tune(tmp_path, capsys):
     train, valid = tmp_path / "train.jsonl", tmp_path / "valid.jsonl"
     jaxsched.save_regions(generate_regions(11, 3, 9, 14), train)
@@ -114,8 +123,9 @@ def test_cli_tune(tmp_path, capsys):
     out, log = tmp_path / "p.json", tmp_path / "log.json"
     fast = ["--steps", "2", "--ants", "8", "--wavefront", "4", "--iterations", "2", "--quiet"]
     argv = ["tune", str(train), "--valid", str(valid), "-o", str(out), "--log", str(log)]
-    assert main([*argv, *fast]) == 0
-    printed = capsys.readouterr().out
+    proc = _cli(*argv, *fast)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    printed = proc.stdout
     doc = json.loads(log.read_text())
     assert len(doc["steps"]) == 2 and all(np.isfinite(s["loss"]) for s in doc["steps"])
     v = doc["validation"]

@@ -20,7 +20,7 @@ HERE = Path(__file__).resolve().parent
 
 @pytest.mark.slow
 def test_tune_gradient_cases_in_their_own_process():
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"]
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
     proc = subprocess.run(
         [*cmd, str(HERE / "tune_grad_cases.py")],
         capture_output=True,
