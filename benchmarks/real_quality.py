@@ -18,6 +18,9 @@ Every returned schedule is verified. Per size class (5-49, 50-199, 200-999, 1000
 
 Regions more than 2% above the bound are listed in the JSON with what happened (iterations,
 source, starts). ``--before OLD.json`` prints the classes side by side with an earlier report.
+``--rebound REPORT.json`` schedules nothing: it recomputes every region's length bound of an
+earlier report with today's `length_lower_bound_at` (same schedules, same occupancies) and
+writes the report again, the old bound kept as ``lb_old`` (use it when only the bound changed).
 Writes ``benchmarks/reports/NAME.{md,json}``.
 """
 
@@ -103,6 +106,31 @@ def per_region(region, res, ref: dict, machine) -> dict:
     }
 
 
+def rebound(report: dict, regions: Sequence[jaxsched.Region], machine) -> dict:
+    """``report`` with each region's bound (and gap) recomputed; ``lb_old`` keeps the old one."""
+    by_name = {r.name: r for r in regions}
+    rows = []
+    for row in report["regions"]:
+        region = by_name[row["name"]]
+        lb = max(row["latency_lb"], length_lower_bound_at(region, machine, row["occupancy"]))
+        assert row["length"] >= lb, (row["name"], row["length"], lb)
+        near = row["list_near_bound"] and row["lb"] <= lb  # a tighter bound keeps it near
+        gap = row["length"] / max(lb, 1) - 1.0
+        rows.append({**row, "lb": lb, "lb_old": row["lb"], "gap": gap, "list_near_bound": near})
+    settings = {**report["settings"], "bounds": "recomputed (--rebound)"}
+    return {**report, "settings": settings, "regions": rows, **summaries(rows)}
+
+
+def summaries(rows: list[dict]) -> dict:
+    """The per-class and overall summaries of a report's rows."""
+    classes = {
+        c: summarize([r for r in rows if r["class"] == c])
+        for c, _, _ in CLASSES
+        if any(r["class"] == c for r in rows)
+    }
+    return {"classes": classes, "all": summarize(rows)}
+
+
 def summarize(rows: list[dict]) -> dict:
     eq = [r for r in rows if r["occupancy"] == r["input_occupancy"]]
     tot, inp, lb = (sum(r[k] for r in eq) for k in ("length", "input_length", "lb"))
@@ -177,8 +205,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--name", default="real_quality")
     ap.add_argument("--before", type=Path, default=None, help="an earlier report (JSON)")
+    ap.add_argument("--rebound", type=Path, default=None, help="recompute a report's bounds")
     args = ap.parse_args(argv)
     machine = jaxsched.gfx906()
+    before = json.loads(args.before.read_text()) if args.before else None
+    if args.rebound:
+        old = json.loads(args.rebound.read_text())
+        regions = load(old["settings"]["split"], old["settings"]["limit"], args.data)
+        return write(rebound(old, regions, machine), before, args.name)
     regions = load(args.split, args.limit, args.data)
     overrides = {k: v for k, v in (("ants", args.ants), ("effort", args.effort)) if v is not None}
     refs = references(regions, machine)
@@ -191,19 +225,18 @@ def main(argv: list[str] | None = None) -> int:
         "machine": f"{platform.machine()}, {jax.default_backend()}, jax {jax.__version__}",
         "seconds": seconds,
         "compile_seconds": compiled,
-        "classes": {
-            c: summarize([r for r in rows if r["class"] == c])
-            for c, _, _ in CLASSES
-            if any(r["class"] == c for r in rows)
-        },
-        "all": summarize(rows),
+        **summaries(rows),
         "regions": rows,
     }
-    before = json.loads(args.before.read_text()) if args.before else None
+    return write(report, before, args.name)
+
+
+def write(report: dict, before: dict | None, name: str) -> int:
+    """Write ``benchmarks/reports/NAME.{json,md}`` and print the Markdown."""
     REPORTS.mkdir(parents=True, exist_ok=True)
-    (REPORTS / f"{args.name}.json").write_text(json.dumps(report, indent=1))
+    (REPORTS / f"{name}.json").write_text(json.dumps(report, indent=1))
     text = markdown(report, before)
-    (REPORTS / f"{args.name}.md").write_text(text)
+    (REPORTS / f"{name}.md").write_text(text)
     print(text)
     return 0
 

@@ -172,8 +172,8 @@ def test_agrees_with_cpsat_small(seed: int) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("n", [16, 20, 24, 28, 30])
-def test_agrees_with_cpsat_up_to_30(n: int) -> None:
+@pytest.mark.parametrize("n", [16, 20, 24, 28])
+def test_agrees_with_cpsat_up_to_28(n: int) -> None:
     for machine in (gfx906(), generic(registers_per_file=64, issue_width=2)):
         _agree(generate_region(200 + n, n), machine)
 

@@ -282,7 +282,7 @@ def test_estimate_reaches_exact_on_all_small_instances():
     instances = list(_small_instances([1, 2, 3, 4], [2, 3, 4], "LCS", [0, 1, 3]))
     instances += list(_small_instances([5, 6], [2, 3, 4], "LC", [0]))
     # A seeded sample keeps CI time reasonable (all 1,368 instances agreed when run in full).
-    instances = random.Random(0).sample(instances, 160)
+    instances = random.Random(0).sample(instances, 100)
     equal, total, misses = _estimate_vs_exact(instances, chains=64, iterations=300)
     print(f"estimate == exact on {equal}/{total} small instances; misses: {misses[:20]}")
     assert equal >= 0.97 * total

@@ -135,12 +135,15 @@ def _lifetimes(region: Region) -> tuple[dict[str, int], set[str]]:
 
 def length_lower_bound_at(region: Region, machine: Machine, occupancy: int) -> int:
     """A length lower bound (cycles) for schedules reaching ``occupancy``: at least
-    `length_lower_bound`, and, per register file, the register-time area argument: every
-    cycle holds at most the file's RP limit at that occupancy, the always-live registers and
-    the live-through pressure take their share of every cycle, and each other register holds
-    its width for at least its minimum lifetime (`_lifetimes`), so
-    ``length >= sum(width * lifetime) / (limit - always-live width - live-through)``.
-    Loads that must wait for their users while few registers are free make this bound far
+    `length_lower_bound`, and, per register file, two register-time arguments. Every cycle
+    holds at most the file's RP limit at that occupancy; the always-live registers and the
+    live-through pressure take their share of every cycle, leaving ``capacity``; each other
+    register holds its width for at least its minimum lifetime (`_lifetimes`). So
+    ``length >= sum(width * lifetime) / capacity`` (area), and, for each width ``w``, at most
+    ``capacity // w`` registers at least ``w`` wide are live at once, so
+    ``length >= sum(lifetime of those registers) / (capacity // w)`` (slots: tighter when
+    wide values do not pack, e.g. 4-wide loads into 14 free registers fill only 12).
+    Loads that must wait for their users while few registers are free make these bounds far
     tighter than the latency bound (e.g. 36 128-bit loads of 80 cycles at occupancy 10)."""
     bound = length_lower_bound(region, machine)
     life, always = _lifetimes(region)
@@ -155,9 +158,13 @@ def length_lower_bound_at(region: Region, machine: Machine, occupancy: int) -> i
         regs = {r: reg for r, reg in region.registers.items() if reg.file == rf.name}
         fixed = sum(reg.width for r, reg in regs.items() if r in always)
         capacity = max(limits) - fixed - region.live_through.get(rf.name, 0)
-        area = sum(reg.width * life.get(r, 0) for r, reg in regs.items())
-        if capacity > 0 and area > 0:
-            bound = max(bound, -(-area // capacity))
+        if capacity <= 0:
+            continue
+        spans = [(reg.width, life.get(r, 0)) for r, reg in regs.items()]
+        bound = max(bound, -(-sum(w * t for w, t in spans) // capacity))
+        for width in {w for w, t in spans if t > 0 and w <= capacity}:
+            time = sum(t for w, t in spans if w >= width)
+            bound = max(bound, -(-time // (capacity // width)))
     return int(bound)
 
 
