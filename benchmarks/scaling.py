@@ -1,6 +1,7 @@
 """Benchmark: the colony on 1, 2, 4 and 8 forced CPU devices over the same corpus, in one run.
 
     .venv/bin/python benchmarks/scaling.py [--quick] [--regions 64] [--iterations 10] [--repeats 3]
+        [--name scaling]
 
 The devices are XLA's forced host devices (``--xla_force_host_platform_device_count=8``, set
 here before JAX starts): one thread each, sharing this machine's cores. Every configuration
@@ -78,6 +79,7 @@ def main() -> None:
     ap.add_argument("--iterations", type=int, default=10)
     ap.add_argument("--ants", type=int, default=256)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--name", default="scaling", help="report name under benchmarks/reports/")
     args = ap.parse_args()
     count, iters, repeats = (
         (16, 4, 1) if args.quick else (args.regions, args.iterations, args.repeats)
@@ -111,25 +113,27 @@ def main() -> None:
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
         "load_average": [round(x, 2) for x in (*load0, *os.getloadavg())],
         "jax": jax.__version__,
+        "xla_flags": os.environ.get("XLA_FLAGS", ""),
         "corpus": f"{count} generated regions of 33..64 instructions (one bucket)",
         "settings": {k: v for k, v in settings.items() if k != "starts"} | {"starts": "input"},
         "repeats": repeats,
         "colony_iterations": sum(sum(rec["iterations"]) for rec in base["records"]),
         "rows": rows,
     }
-    write(report)
+    write(report, args.name)
 
 
-def write(report: dict) -> None:
+def write(report: dict, name: str) -> None:
     out = HERE / "reports"
     out.mkdir(exist_ok=True)
-    (out / "scaling.json").write_text(json.dumps(report, indent=2) + "\n")
+    (out / f"{name}.json").write_text(json.dumps(report, indent=2) + "\n")
     load = report["load_average"]
     lines = [
         "# Colony scaling over forced CPU devices",
         "",
         f"`{report['command']}` on {report['machine']} (1-minute load average {load[0]} at "
-        f"the start, {load[3]} at the end: other work shared the cores), jax {report['jax']}; "
+        f"the start, {load[3]} at the end, the benchmark's own threads included), "
+        f"`XLA_FLAGS={report['xla_flags']}`, jax {report['jax']}; "
         f"{report['corpus']}, settings {report['settings']}, {report['colony_iterations']} "
         f"colony iterations in all; best of {report['repeats']} timed runs per row.",
         "",
@@ -143,7 +147,7 @@ def write(report: dict) -> None:
             f"{r['median_run_s']} | {r['cpu_s']} | {r['speedup']}x | {r['compile_s']} | "
             f"{'yes' if r['same_results'] else 'NO'} |"
         )
-    (out / "scaling.md").write_text("\n".join(lines) + "\n")
+    (out / f"{name}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 
