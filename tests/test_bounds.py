@@ -268,7 +268,10 @@ def test_bound_at_occupancy_below_random_orders_and_list_schedules(regions, mach
 
     rng = np.random.default_rng(11)
     pool = [r for r in regions if len(r) <= 64][:30]
-    pool += [loads(c, w, lat) for c, w, lat in [(6, 8, 20), (10, 4, 80), (16, 2, 40), (5, 1, 9), (6, 5, 20), (9, 3, 30)]]
+    pool += [
+        loads(c, w, lat)
+        for c, w, lat in [(6, 8, 20), (10, 4, 80), (16, 2, 40), (5, 1, 9), (6, 5, 20), (9, 3, 30)]
+    ]
     active = 0
     for region in pool:
         orders = [random_topological_order(region, rng) for _ in range(6)]
