@@ -50,6 +50,38 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=1.0,
         help="seconds of exact search per region with --exact (default 1)",
     )
+    _output_options(p)
+    p.add_argument(
+        "--params",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="colony parameters (a JSON file from `jaxsched tune` or `jaxsched.tune.save_params`; "
+        "fields it lacks keep their defaults)",
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--devices",
+        type=devices_type,
+        default=None,
+        metavar="N|all",
+        help="spread each batch over N (or all) devices of each process; results are the same "
+        "on any number (default: one device, all with several processes)",
+    )
+    p.add_argument(
+        "--max-batch",
+        type=int_in(1, 1 << 20),
+        default=None,
+        metavar="N",
+        help="most regions per device in one call (default 256; smaller: more frequent "
+        "progress and journal records)",
+    )
+    add_arguments(p)
+    p.set_defaults(func=run)
+
+
+def _output_options(p: argparse.ArgumentParser) -> None:
+    """Where results go (printed, ``--out`` with resume, plots) and whether they are verified."""
     p.add_argument("--json", action="store_true", help="print results as JSON Lines")
     p.add_argument(
         "--out",
@@ -80,33 +112,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="DIR",
         help="draw per region: schedule, RP over time, convergence (matplotlib)",
     )
-    p.add_argument(
-        "--params",
-        type=Path,
-        default=None,
-        metavar="FILE",
-        help="colony parameters (a JSON file from `jaxsched tune` or `jaxsched.tune.save_params`; "
-        "fields it lacks keep their defaults)",
-    )
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.add_argument(
-        "--devices",
-        type=devices_type,
-        default=None,
-        metavar="N|all",
-        help="spread each batch over N (or all) devices of each process; results are the same "
-        "on any number (default: one device, all with several processes)",
-    )
-    p.add_argument(
-        "--max-batch",
-        type=int_in(1, 1 << 20),
-        default=None,
-        metavar="N",
-        help="most regions per device in one call (default 256; smaller: more frequent "
-        "progress and journal records)",
-    )
-    add_arguments(p)
-    p.set_defaults(func=run)
 
 
 def add_colony_options(p: argparse.ArgumentParser) -> None:
