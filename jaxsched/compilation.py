@@ -10,6 +10,7 @@ by default: `ensure_persistent_cache`).
 
 from __future__ import annotations
 
+import gc
 import os
 import time
 from collections.abc import Callable
@@ -40,6 +41,7 @@ class CompileCache:
         exe = self._cache.get(key)
         if exe is not None:
             return exe, 0.0
+        relieve_map_pressure()
         t0 = time.perf_counter()
         exe = fn.lower(*args, **static).compile()
         dt = time.perf_counter() - t0
@@ -59,6 +61,41 @@ class CompileCache:
 
 #: The process-wide cache of the host drivers.
 COMPILED = CompileCache()
+
+#: The share of the kernel's per-process memory-map limit above which cached executables go.
+MAP_PRESSURE = 0.5
+
+
+def map_usage() -> float | None:
+    """The share of the per-process memory-map limit (Linux ``vm.max_map_count``) in use,
+    or None where the platform does not say."""
+    try:
+        with open("/proc/sys/vm/max_map_count") as f:
+            limit = int(f.read())
+        with open("/proc/self/maps", "rb") as f:
+            used = sum(1 for _ in f)
+    except (OSError, ValueError):
+        return None
+    return used / limit if limit > 0 else None
+
+
+def relieve_map_pressure(threshold: float = MAP_PRESSURE) -> bool:
+    """Drop every cached executable (`COMPILED` and jax's caches) when the process uses more
+    than ``threshold`` of its memory-map limit; True when it did.
+
+    XLA:CPU maps each compiled kernel's code and data apart (about three maps per kernel,
+    thousands per colony executable), and the maps live as long as the executable. A process
+    that keeps compiling new shapes (a long benchmark, a training run with validation, a test
+    worker) reaches Linux's default limit of 65,530 maps, and its next compile fails
+    ("LLVM compilation error: Cannot allocate memory") or crashes the process. Dropped
+    executables are compiled again when next needed."""
+    usage = map_usage()
+    if usage is None or usage <= threshold:
+        return False
+    COMPILED.clear()
+    jax.clear_caches()
+    gc.collect()  # executables in reference cycles unmap only when collected
+    return True
 
 
 def enable_persistent_cache(path: str | None = None) -> str | None:

@@ -13,11 +13,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from jaxsched.compilation import relieve_map_pressure
 from jaxsched.machines.model import Machine, gfx906
 from jaxsched.problem.format import load_region, load_regions
 from jaxsched.problem.region import Region
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _bounded_memory_maps():
+    """A test worker lives through many files' compiles: drop cached executables between
+    files when its memory maps near the kernel's limit (`relieve_map_pressure`)."""
+    yield
+    relieve_map_pressure()
 
 
 @pytest.fixture(scope="session")
