@@ -114,3 +114,45 @@ def _in_order_cycles(region, order) -> list[int]:
         cycles[j] = max([cur, *(cycles[p] + lat for p, lat in pred[j])])
         cur = cycles[j] + 1
     return cycles
+
+
+def sinks_region(latency: int = LATENCY) -> jaxsched.Region:
+    """A latency chain x0 -> x1 -> x2 -> x3 whose middle step needs two 8-wide values at once,
+    and three 8-wide live-out constants without successors (k0..k2, as a loop's materialised
+    constants). At occupancy 10 (24 VGPRs) the constants fit only once the chain is done: a
+    latency scheduler that fills the chain's stalls with them must break the RP target."""
+    regs = {r: ("VGPR", 8) for r in ("a", "b", "c", "d", "k0", "k1", "k2")}
+    insts = [
+        {"text": "x0", "defs": ["a"], "uses": []},
+        {"text": "x1", "defs": ["b", "c"], "uses": ["a"]},
+        {"text": "x2", "defs": ["d"], "uses": ["b", "c"]},
+        {"text": "x3", "defs": [], "uses": ["d"]},
+    ]
+    insts += [{"text": f"k{k}", "defs": [f"k{k}"], "uses": []} for k in range(3)]
+    edges = [(0, 1, latency), (1, 2, latency), (2, 3, latency)]
+    return jaxsched.Region.build("sinks", insts, regs, edges, live_out=["k0", "k1", "k2"])
+
+
+def test_target_schedule_defers_register_hungry_sinks():
+    """Without deferral the RP-limited latency scheduler fills x0's stall with two constants
+    (each fits then) and x1 breaks the target; `target_schedule`'s third candidate defers
+    the sinks and meets it, and the best of the three is taken."""
+    from jaxsched.heuristics import target_schedule
+
+    region = sinks_region()
+    shape = padded_shape(region, MACHINE)
+    dev = jax.tree.map(jnp.asarray, pad_region(region, MACHINE, shape))
+    lut = jnp.asarray(MACHINE.occupancy_lut)
+    target = jnp.int32(MACHINE.target_occupancy)
+    limit = rp_limits(lut, target, 0)
+    kw = dict(priority=("cp", "luc", "nid"), latencies=True, rp_limit=limit, target=target)
+    plain = list_schedule(dev, lut, **kw)
+    deferred = list_schedule(dev, lut, defer_sinks=True, **kw)
+    assert int(plain.occupancy) < 10 == int(deferred.occupancy)
+    feasible = jnp.arange(shape.n, dtype=jnp.int32)  # the input order meets the target
+    best = jax.jit(target_schedule)(dev, lut, limit, target, feasible)
+    n = len(region)
+    rep = verify(region, MACHINE, np.asarray(best.cycles)[:n], order=np.asarray(best.order)[:n])
+    assert rep.occupancy == int(best.occupancy) == 10
+    assert rep.length == int(best.length) <= int(deferred.length)
+    assert list(np.asarray(best.order)[:n][-3:]) == [4, 5, 6]  # the constants last

@@ -62,6 +62,8 @@ __all__ = [
 PRIORITIES = ("cp", "luc", "succ", "nid")
 #: The RP-aware default of the spec: last-use count, then critical path, then original order.
 DEFAULT_PRIORITY = ("luc", "cp", "nid")
+#: The latency-first priority of `target_schedule`'s critical-path candidates.
+DEFAULT_TARGET = ("cp", "luc", "nid")
 
 _BIG = 2**30
 
@@ -260,13 +262,25 @@ def _rp_after(t: _Tables, regs: _Regs, n_rows: int) -> jax.Array:
     return regs.rp[None, :] - width(u, kill) + width(d, born)
 
 
-def _within_limit(t: _Tables, regs: _Regs, cand: jax.Array, rp_limit: jax.Array) -> jax.Array:
+def _within_limit(
+    t: _Tables, regs: _Regs, cand: jax.Array, rp_limit: jax.Array, defer_sinks: jax.Array
+) -> jax.Array:
     """bool[N]: the candidates to choose from under a per-file RP limit: those whose issue
-    keeps the RP within it; if none does, those that exceed it least (summed over files)."""
-    excess = jnp.maximum(_rp_after(t, regs, cand.shape[0]) - rp_limit, 0).sum(axis=1)
+    keeps the RP within it; if none does, those that exceed it least (summed over files).
+
+    With ``defer_sinks`` (bool[]), sinks that raise the RP (no successor, so issuing one early
+    hides no latency, and its values stay live: e.g. constants materialised for a loop) come
+    after every other candidate, even one not ready yet: filling stall cycles with them can
+    leave too few registers for the rest of the region."""
+    N = cand.shape[0]
+    after = _rp_after(t, regs, N)
+    excess = jnp.maximum(after - rp_limit, 0).sum(axis=1)
     safe = cand & (excess == 0)
     least = cand & (excess == jnp.min(jnp.where(cand, excess, _BIG)))
-    return jnp.where(safe.any(), safe, least)
+    pool = jnp.where(safe.any(), safe, least)
+    sink = (t.succ[:N] == N).all(axis=1) & (after > regs.rp[None, :]).any(axis=1)
+    rest = pool & ~sink
+    return jnp.where(defer_sinks & rest.any(), rest, pool)
 
 
 # ------------------------------------------------------------------------------ selection
@@ -319,6 +333,7 @@ def list_schedule(
     target: jax.Array | int | None = None,
     rp_limit: jax.Array | None = None,
     rank: jax.Array | None = None,
+    defer_sinks: jax.Array | bool = False,
 ) -> ListSchedule:
     """List-schedule one padded region (traceable: use under `jit`, `vmap` over a batch).
 
@@ -339,6 +354,8 @@ def list_schedule(
         the latency scheduler of production compilers under a register-pressure target.
       rank: int32[N] the order "nid" follows (lower first; default the original order), e.g.
         the positions of another schedule, which "nid" first then follows.
+      defer_sinks: bool[] (traced or not); with ``rp_limit``, candidates without successors
+        that raise the RP go after every other candidate (see `_within_limit`).
 
     Returns:
       A `ListSchedule`.
@@ -353,7 +370,7 @@ def list_schedule(
         active = k < n
         cand = t.valid[:N] & ~s.scheduled[:N] & (s.preds_left[:N] == 0)
         if rp_limit is not None:
-            cand = _within_limit(t, s.regs, cand, rp_limit)
+            cand = _within_limit(t, s.regs, cand, rp_limit, jnp.asarray(defer_sinks))
         if latencies:
             full = s.used >= iw
             cyc = jnp.where(full, s.cycle + 1, s.cycle)
@@ -411,15 +428,29 @@ def target_schedule(
     feasible: jax.Array,
     issue_width: jax.Array | int = 1,
 ) -> ListSchedule:
-    """The better of two latency list schedules under ``rp_limit`` (int32[F]): critical path
-    first, and ``feasible``'s order first (int32[N]: an order meeting the limit, e.g. the RP
-    pass's best) with later instructions filling its stalls while they keep the RP within the
-    limit. Better = lower RP cost (``target``: the occupancy of cost 0), then shorter."""
-    kw = dict(latencies=True, issue_width=issue_width, target=target, rp_limit=rp_limit)
-    a = list_schedule(dev, lut, priority=("cp", "luc", "nid"), **kw)
-    b = list_schedule(dev, lut, priority=("nid",), rank=positions(feasible), **kw)
-    a_wins = (a.rp_cost < b.rp_cost) | ((a.rp_cost == b.rp_cost) & (a.length <= b.length))
-    return jax.tree.map(lambda x, y: jnp.where(a_wins, x, y), a, b)
+    """The best of three latency list schedules under ``rp_limit`` (int32[F]), run as one
+    vmapped loop: critical path first; ``feasible``'s order first (int32[N]: an order meeting
+    the limit, e.g. the RP pass's best) with later instructions filling its stalls while they
+    keep the RP within the limit; and critical path first with RP-raising sinks deferred
+    (``defer_sinks``). Best = lowest RP cost (``target``: the occupancy of cost 0), then
+    shortest, then the earlier of that list."""
+    N = dev.valid.shape[0]
+    codes = jnp.stack([jnp.asarray(priority_codes(p)) for p in (DEFAULT_TARGET, ("nid",))])
+    codes = codes[jnp.array([0, 1, 0])]
+    ident = jnp.arange(N, dtype=jnp.int32)
+    ranks = jnp.stack([ident, positions(feasible), ident])
+    defer = jnp.array([False, False, True])
+
+    def one(c, rank, d) -> ListSchedule:
+        return list_schedule(
+            dev, lut, priority=c, latencies=True, issue_width=issue_width, target=target,
+            rp_limit=rp_limit, rank=rank, defer_sinks=d,
+        )  # fmt: skip
+
+    every = jax.vmap(one)(codes, ranks, defer)
+    cheapest = every.rp_cost == jnp.min(every.rp_cost)
+    best = jnp.argmin(jnp.where(cheapest, every.length, _BIG))
+    return jax.tree.map(lambda x: x[best], every)
 
 
 def _finish(order, cycles, length, peak, lut, target) -> ListSchedule:
