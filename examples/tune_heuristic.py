@@ -26,7 +26,7 @@ from jaxsched.problem.split import split_by_source
 from jaxsched.tune import pipeline, save_params, train
 from jaxsched.tune.files import params_dict
 from jaxsched.tune.model import Ants
-from jaxsched.tune.train import TUNED
+from jaxsched.tune.train import ADVANTAGES, TUNED
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "real-train.jsonl.gz"
 
@@ -42,6 +42,7 @@ def main() -> None:
     ap.add_argument("--valid-max-size", type=int, default=64, help="largest validation region")
     ap.add_argument("--iterations", type=int, default=10, help="colony iterations (validation)")
     ap.add_argument("--learning-rate", type=float, default=0.05)
+    ap.add_argument("--advantage", choices=ADVANTAGES, default="standardized")
     ap.add_argument("-o", "--output", type=Path, default=Path("params.json"))
     ap.add_argument("--json", type=Path, default=None, help="write the numbers here")
     args = ap.parse_args()
@@ -63,9 +64,26 @@ def main() -> None:
 
     learned, log = train(
         problems, default, files=len(machine.file_names), steps=args.steps, seed=args.seed,
-        ants=ants, learning_rate=args.learning_rate, on_step=on_step,
+        ants=ants, learning_rate=args.learning_rate, advantage=args.advantage,
+        on_step=on_step,
     )  # fmt: skip
     trained_s = time.perf_counter() - t0
+    held_out = pipeline.batches(
+        valid_set, machine, default, ants=ants, batch=args.batch, seed=args.seed
+    )
+    ants_a, ants_b = (
+        pipeline.ant_costs(held_out, p, ants=ants, seed=args.seed + 1) for p in (default, learned)
+    )
+    ant_report = {
+        "regions": len(ants_a), "mean_default": float(ants_a.mean()),
+        "mean_learned": float(ants_b.mean()), "better": int((ants_b < ants_a).sum()),
+        "worse": int((ants_b > ants_a).sum()),
+    }  # fmt: skip
+    print(
+        f"validation ants (first iteration, {len(ants_a)} regions): mean cost "
+        f"{ant_report['mean_learned']:.4f} learned vs {ant_report['mean_default']:.4f} default; "
+        f"learned better on {ant_report['better']}, worse on {ant_report['worse']}"
+    )
     v = pipeline.validate(
         valid_set, machine, default, learned, seed=args.seed,
         max_iterations=args.iterations, **pipeline.ants_overrides(ants),
@@ -86,6 +104,7 @@ def main() -> None:
             "steps": [e._asdict() for e in log],
             "train_seconds": trained_s,
             "validation": v.to_dict(),
+            "validation_ants": ant_report,
             "kept": kept,
             "learned": {k: x for k, x in params_dict(learned).items() if k in TUNED},
         }

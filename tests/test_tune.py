@@ -140,3 +140,20 @@ def test_cli_tune(tmp_path, capsys):
     assert main(["tune", str(bad), "-o", str(tmp_path / "q.json"), *fast]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "bad.jsonl" in err[0] and not (tmp_path / "q.json").exists()
+
+
+def test_standardized_advantages_weigh_every_region_alike():
+    """Per region: the sign of the leave-one-out advantage, a scale-free size (a region whose
+    ants differ by 1e-3 in cost weighs as one that differs by 1), 0 when all ants agree."""
+    from jaxsched.tune.train import advantages
+
+    base = np.array([0.0, 1.0, 2.0, 5.0], np.float32)
+    cost = np.stack([base, base * 1e-3 + 1.0, np.full(4, 3.0, np.float32)])
+    loo = np.asarray(advantages(cost, "loo"))
+    std = np.asarray(advantages(cost, "standardized"))
+    assert np.array_equal(np.sign(std), np.sign(loo))
+    np.testing.assert_allclose(std[0], std[1], atol=2e-3)
+    assert not std[2].any() and not loo[2].any()
+    np.testing.assert_allclose(loo[0], base - (base.sum() - base) / 3)
+    with pytest.raises(ValueError, match="advantage 'mean'"):
+        advantages(cost, "mean")

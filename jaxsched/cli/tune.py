@@ -39,6 +39,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     p.add_argument("--learning-rate", type=float, default=0.05, help="Adam's peak rate (0.05)")
     p.add_argument(
+        "--advantage", choices=("loo", "standardized"), default="standardized",
+        help="advantages: leave-one-out (unbiased) or standardized per region (default)",
+    )  # fmt: skip
+    p.add_argument(
         "--iterations", type=int_in(1, 10**4), default=None,
         help="colony iteration cap per pass in validation (default: schedule's)",
     )  # fmt: skip
@@ -95,7 +99,8 @@ def run(args: argparse.Namespace) -> int:
 
     learned, log = train(
         problems, default, files=len(machine.file_names), steps=args.steps, seed=args.seed,
-        ants=ants, learning_rate=args.learning_rate, on_step=on_step,
+        ants=ants, learning_rate=args.learning_rate, advantage=args.advantage,
+        on_step=on_step,
     )  # fmt: skip
     doc = {
         "train": str(args.train),
@@ -123,7 +128,8 @@ def _settings(args, ants, regions: int) -> dict:
     return {
         "machine": args.machine, "steps": args.steps, "seed": args.seed, "ants": ants.count,
         "wavefront": ants.wavefront_size, "batch": args.batch, "max_size": args.max_size,
-        "learning_rate": args.learning_rate, "iterations": args.iterations,
+        "learning_rate": args.learning_rate, "advantage": args.advantage,
+        "iterations": args.iterations,
         "train_regions": regions,
     }  # fmt: skip
 

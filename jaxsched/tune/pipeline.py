@@ -16,7 +16,7 @@ from jaxsched.colony.problem import canonical_shape, problem
 from jaxsched.machines.model import Machine
 from jaxsched.problem.padded import padded_shape
 from jaxsched.problem.region import Region
-from jaxsched.tune.model import Ants, TuneProblem, tune_problem
+from jaxsched.tune.model import Ants, TuneProblem, sample, tune_problem
 
 
 def batches(
@@ -106,3 +106,18 @@ def validate(
 def ants_overrides(ants: Ants) -> dict:
     """`schedule` keyword overrides running ``ants`` (the same wavefront layout)."""
     return {"ants": ants.count, "wavefront_size": ants.wavefront_size}
+
+
+def ant_costs(
+    problems: Sequence[TuneProblem], params: ColonyParams, *, ants: Ants, seed: int = 0
+) -> np.ndarray:
+    """f64[regions]: each real region's mean sampled ant cost (`model.order_costs`) under
+    ``params``, in the order of ``problems``: what training lowers, measured on other regions
+    with the same keys for any ``params`` (the first iteration's ants, not the colony's
+    result, which is the best of every ant and starting schedule)."""
+    key = jax.random.key(seed)
+    out = []
+    for prob in problems:
+        cost = np.asarray(sample(prob, params, key, ants).cost, np.float64)
+        out.append(cost.mean(axis=1)[np.asarray(prob.prob.real)])
+    return np.concatenate(out) if out else np.zeros(0)

@@ -41,34 +41,69 @@ def leave_one_out(cost: jnp.ndarray) -> jnp.ndarray:
     return (cost.sum(axis=1, keepdims=True) - cost) / (A - 1)
 
 
+#: How advantages are formed: "loo" (cost minus the leave-one-out baseline: unbiased) or
+#: "standardized" ("loo" divided by the spread of the region's ant costs).
+ADVANTAGES = ("loo", "standardized")
+
+
+def advantages(cost: jnp.ndarray, how: str = "loo") -> jnp.ndarray:
+    """f32[B, A]: each ant's advantage from the ants' costs (f32[B, A]).
+
+    "loo" is ``cost - leave_one_out(cost)``: the gradient estimate is unbiased. "standardized"
+    divides each region's advantages by the standard deviation of its ants' costs (0 where all
+    ants cost the same), so every region whose ants differ weighs alike in a batch: the
+    length term of a cost lies in [0, 1) and would otherwise be drowned by any region whose
+    ants differ in RP cost. Each region's gradient keeps its direction (it is scaled by a
+    positive number), but the scale depends on the sample, so the estimate is biased."""
+    if how not in ADVANTAGES:
+        raise ValueError(f"advantage {how!r}: expected one of {', '.join(ADVANTAGES)}")
+    adv = cost - leave_one_out(cost)
+    if how == "loo":
+        return adv
+    spread = cost.std(axis=1, keepdims=True)
+    return jnp.where(spread > 0, adv / jnp.where(spread > 0, spread, 1.0), 0.0)
+
+
 def region_surrogate(
-    params: ColonyParams, problem: TuneProblem, samples: Samples, ants: Ants
+    params: ColonyParams,
+    problem: TuneProblem,
+    samples: Samples,
+    ants: Ants,
+    advantage: str = "loo",
 ) -> jnp.ndarray:
     """f32[B]: per region, a function of ``params`` whose value is the mean cost of the
     region's samples and whose gradient is the REINFORCE estimate of the gradient of its
-    expected cost (regions are independent estimates)."""
+    expected cost (regions are independent estimates; ``advantage``: see `advantages`)."""
     lp = log_prob(problem, params, samples.order, ants)
-    adv = lax.stop_gradient(samples.cost - leave_one_out(samples.cost))
+    adv = lax.stop_gradient(advantages(samples.cost, advantage))
     score = (adv * lp).mean(axis=1)
     return samples.cost.mean(axis=1) + score - lax.stop_gradient(score)
 
 
 def surrogate(
-    params: ColonyParams, problem: TuneProblem, samples: Samples, ants: Ants
+    params: ColonyParams,
+    problem: TuneProblem,
+    samples: Samples,
+    ants: Ants,
+    advantage: str = "loo",
 ) -> jnp.ndarray:
     """f32[]: the mean over the real regions (``prob.real``) of `region_surrogate`."""
     real = problem.prob.real.astype(jnp.float32)
-    per_region = region_surrogate(params, problem, samples, ants)
+    per_region = region_surrogate(params, problem, samples, ants, advantage)
     return (per_region * real).sum() / jnp.maximum(real.sum(), 1.0)
 
 
 def expected_cost(
-    params: ColonyParams, problem: TuneProblem, key: jax.Array, ants: Ants
+    params: ColonyParams,
+    problem: TuneProblem,
+    key: jax.Array,
+    ants: Ants,
+    advantage: str = "loo",
 ) -> jnp.ndarray:
     """f32[]: a sampled estimate of the mean expected cost, `jax.grad`- and
     `jax.value_and_grad`-able: its gradient is the REINFORCE estimate (`surrogate`)."""
     samples = sample(problem, lax.stop_gradient(params), key, ants)
-    return surrogate(params, problem, samples, ants)
+    return surrogate(params, problem, samples, ants, advantage)
 
 
 def trainable(params: ColonyParams, files: int) -> dict:
@@ -103,10 +138,10 @@ def optimizer(steps: int, learning_rate: float = 0.05, clip: float = 1.0):
     return optax.chain(optax.clip_by_global_norm(clip), optax.adam(schedule))
 
 
-@partial(jax.jit, static_argnames=("ants", "opt"))
-def _update(tuned, opt_state, base, problem, key, *, ants: Ants, opt):
+@partial(jax.jit, static_argnames=("ants", "opt", "advantage"))
+def _update(tuned, opt_state, base, problem, key, *, ants: Ants, opt, advantage: str):
     def loss(t):
-        return expected_cost(merged(base, t), problem, key, ants)
+        return expected_cost(merged(base, t), problem, key, ants, advantage)
 
     value, grad = jax.value_and_grad(loss)(tuned)
     updates, opt_state = opt.update(grad, opt_state, tuned)
@@ -122,10 +157,13 @@ def train(
     seed: int = 0,
     ants: Ants | None = None,
     learning_rate: float = 0.05,
+    advantage: str = "standardized",
     on_step: Callable[[TrainLog], None] | None = None,
 ) -> tuple[ColonyParams, list[TrainLog]]:
     """``steps`` optax steps on the `TUNED` weights; step s uses batch ``s % len(problems)``
-    and the key ``fold_in(key(seed), s)``. Returns the trained parameters and the log."""
+    and the key ``fold_in(key(seed), s)``; ``advantage``: see `advantages`. Returns the
+    trained parameters and the log."""
+    advantages(jnp.zeros((1, 2)), advantage)  # refuse an unknown name before compiling
     import time
 
     ants = ants or Ants()
@@ -138,8 +176,9 @@ def train(
         t0 = time.perf_counter()
         prob = problems[s % len(problems)]
         tuned, state, value, norm = _update(
-            tuned, state, params, prob, jax.random.fold_in(key, s), ants=ants, opt=opt
-        )
+            tuned, state, params, prob, jax.random.fold_in(key, s),
+            ants=ants, opt=opt, advantage=advantage,
+        )  # fmt: skip
         entry = TrainLog(s, float(value), float(norm), time.perf_counter() - t0)
         log.append(entry)
         if on_step is not None:
