@@ -10,8 +10,8 @@ Every returned schedule is verified. Per size class (5-49, 50-199, 200-999, 1000
 * occupancy sum: ours, the input order's, the best list schedule's (CP or LUC first);
 * total length at equal occupancy (regions where ours equals the input order's) against the
   input order and against the length lower bound at that occupancy
-  (`jaxsched.heuristics.length_lower_bound_at`: the latency bound, and the register-time area
-  bound of the occupancy's RP limits);
+  (`jaxsched.heuristics.length_lower_bound_at`: the latency bound, and the register-time area,
+  slot and windowed bounds of the occupancy's RP limits);
 * regions more than 2% / 20% above the length bound, and the 20% ones where a list schedule at
   the same occupancy is within 5% of the bound (the issue's "must not happen" set);
 * wall time and compile time.

@@ -260,6 +260,22 @@ def loads(count: int, width: int, latency: int) -> Region:
     return Region.build("loads", insts, regs, [(k, count + k, latency) for k in range(count)])
 
 
+def framed_loads(count: int, width: int, latency: int, before: int, after: int) -> Region:
+    """`loads` between an address computation (an SGPR, ``before`` cycles to every load) and
+    a final instruction (``after`` cycles after every use): the loaded values can be live
+    only in the cycles between."""
+    regs = {f"v{k}": ("VGPR", width) for k in range(count)} | {"s": ("SGPR", 1)}
+    insts = [{"defs": ["s"], "uses": []}]
+    insts += [{"defs": [f"v{k}"], "uses": ["s"]} for k in range(count)]
+    insts += [{"defs": [], "uses": [f"v{k}"]} for k in range(count)]
+    insts += [{"defs": [], "uses": []}]
+    last = 2 * count + 1
+    edges = [(0, 1 + k, before) for k in range(count)]
+    edges += [(1 + k, 1 + count + k, latency) for k in range(count)]
+    edges += [(1 + count + k, last, after) for k in range(count)]
+    return Region.build("framed", insts, regs, edges)
+
+
 @pytest.mark.parametrize("machine", [MACHINE, TIGHT], ids=["gfx906", "tight"])
 def test_bound_at_occupancy_below_random_orders_and_list_schedules(regions, machine):
     """Every schedule reaching an occupancy is at least `length_lower_bound_at` it (generated
@@ -272,6 +288,7 @@ def test_bound_at_occupancy_below_random_orders_and_list_schedules(regions, mach
         loads(c, w, lat)
         for c, w, lat in [(6, 8, 20), (10, 4, 80), (16, 2, 40), (5, 1, 9), (6, 5, 20), (9, 3, 30)]
     ]
+    pool += [framed_loads(6, 8, 20, 10, 5), framed_loads(7, 4, 30, 3, 0)]
     active = 0
     for region in pool:
         orders = [random_topological_order(region, rng) for _ in range(6)]
@@ -288,13 +305,14 @@ def test_bound_at_occupancy_below_random_orders_and_list_schedules(regions, mach
 
 def test_bound_at_occupancy_known_answer():
     """Six 8-wide loads with 20-cycle latency at occupancy 10 (24 VGPRs): 6 * 8 * 20 register
-    cycles through 24 registers take at least 40 cycles; the latency bound is 26 (six loads,
-    then a 20-cycle latency)."""
+    cycles through 24 registers take at least 40 cycles, and the last cycle holds none (a
+    value dies at its last use's cycle, and a use ends the schedule at the latest): 41. The
+    latency bound is 26 (six loads, then a 20-cycle latency)."""
     from jaxsched.heuristics import length_lower_bound_at
 
     region = loads(6, 8, 20)
     assert length_lower_bound(region, MACHINE) == 26
-    assert length_lower_bound_at(region, MACHINE, 10) == 40
+    assert length_lower_bound_at(region, MACHINE, 10) == 41
     assert length_lower_bound_at(region, MACHINE, 1) == 26  # 256 VGPRs: all loads fit
 
 
@@ -302,16 +320,33 @@ def test_bound_at_occupancy_counts_slots_when_wide_values_do_not_pack():
     """Six 5-wide loads (20-cycle latency) in 24 VGPRs: only 4 fit at once, so 6 * 20 load
     cycles through 4 slots take at least 30 cycles (the area argument gives 6 * 5 * 20 / 24,
     i.e. 25, and the latency bound 26); every schedule at occupancy 10 is at least that."""
-    from jaxsched.heuristics import issue_cycles, length_lower_bound_at
+    from jaxsched.heuristics import length_lower_bound_at
 
     region = loads(6, 5, 20)
-    assert length_lower_bound_at(region, MACHINE, 10) == 30
-    rng = np.random.default_rng(3)
+    assert length_lower_bound_at(region, MACHINE, 10) == 31  # + the last cycle, as above
+    _check_at_occupancy_10(region, 31, seed=3)
+
+
+def test_bound_at_occupancy_adds_the_cycles_the_dependences_keep_values_out_of():
+    """Six 8-wide loads as above, born no earlier than cycle 10 (their address) and dead at
+    least 5 cycles before the end (the final instruction): 40 + 10 + 5 + 1 = 56 cycles."""
+    from jaxsched.heuristics import length_lower_bound_at
+
+    region = framed_loads(6, 8, 20, 10, 5)
+    assert length_lower_bound_at(region, MACHINE, 10) == 56
+    _check_at_occupancy_10(region, 56, seed=4)
+
+
+def _check_at_occupancy_10(region: Region, bound: int, seed: int) -> None:
+    """Random orders reaching occupancy 10 are at least ``bound`` long (and some do)."""
+    from jaxsched.heuristics import issue_cycles
+
+    rng = np.random.default_rng(seed)
     seen = 0
     for _ in range(300):
         order = random_topological_order(region, rng)
         rep = verify(region, MACHINE, issue_cycles(region, order), order=order)
         if rep.occupancy >= 10:
-            assert rep.length >= 30
+            assert rep.length >= bound
             seen += 1
     assert seen > 0

@@ -30,6 +30,7 @@ RP cost of these peaks (occupancy is non-increasing in RP).
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -97,16 +98,27 @@ def length_lower_bound(region: Region, machine: Machine) -> int:
     return max(_pair_bound(head, tail, iw), simple_length_lower_bound(region, machine))
 
 
-def _lifetimes(region: Region) -> tuple[dict[str, int], set[str]]:
-    """(minimum lifetime in cycles of each register that is live for a while, registers live
-    during the whole schedule), from the liveness model and the edges alone:
+class _Span(NamedTuple):
+    """A register's share of a file's register-time (see `_spans`)."""
+
+    width: int  # 32-bit units
+    life: int  # cycles it is live, at least
+    start: int  # its def's head: it is born no earlier (cycles; windowed spans only)
+    end: int  # the smallest tail of its users: it dies this many cycles before the end, at least
+
+
+def _spans(region: Region) -> tuple[dict[str, _Span], set[str], set[str]]:
+    """(each register's span when it is live for a while, the registers live during the
+    whole schedule, the *windowed* registers), from the liveness model and the edges alone.
+    Minimum lifetimes:
 
     * defined once, used: live from its def's cycle until its last use, at least the longest
-      direct def -> user edge latency;
+      direct def -> user edge latency; if not live-in or live-out, it is *windowed*: born no
+      earlier than its def's head, dead at least its users' smallest tail before the end;
     * defined once, live-out: from its def until the end: at least its def's tail + 1;
     * live-in, used, not live-out: from the start until its last use: at least the users' heads;
     * live-in and live-out (or never used): the whole schedule.
-    Registers defined more than once get no lifetime (which def comes first depends on the
+    Registers defined more than once get no span (which def comes first depends on the
     order), nor do dead defs (live at their own instruction only).
     """
     head, tail = head_times(region), region.critical_path()
@@ -119,34 +131,62 @@ def _lifetimes(region: Region) -> tuple[dict[str, int], set[str]]:
             users.setdefault(r, []).append(i)
     lat = {(e.src, e.dst): e.latency for e in region.edges}
     live_in, live_out = set(region.live_in), set(region.live_out)
-    life: dict[str, int] = {}
+    width = {r: reg.width for r, reg in region.registers.items()}
+    spans: dict[str, _Span] = {}
     always = {r for r in live_in if r in live_out or r not in users}
     for r, ds in defs.items():
         if len(ds) != 1 or r in live_in:
             continue
         if r in live_out:
-            life[r] = int(tail[ds[0]]) + 1
+            spans[r] = _Span(width[r], int(tail[ds[0]]) + 1, 0, 0)
         elif r in users:
-            life[r] = max(lat.get((ds[0], u), 0) for u in users[r])
+            life = max(lat.get((ds[0], u), 0) for u in users[r])
+            end = min(int(tail[u]) for u in users[r])
+            spans[r] = _Span(width[r], life, int(head[ds[0]]), end)
     for r in live_in - always - set(defs):
-        life[r] = max(int(head[u]) for u in users[r])
-    return life, always
+        spans[r] = _Span(width[r], max(int(head[u]) for u in users[r]), 0, 0)
+    windowed = {r for r in spans if r not in live_out and r not in live_in and r in users}
+    return spans, always, windowed
+
+
+def _packed_length(spans: list[_Span], capacity: int, window: bool) -> int:
+    """Cycles that ``spans`` need in ``capacity`` registers: the area bound
+    ``ceil(sum(width * life) / capacity)`` and, for each width w, the slot bound
+    ``ceil(sum(life of spans at least w wide) / (capacity // w))``. With ``window`` each
+    bound adds ``min start + min end + 1`` over its spans: every span lies in the cycles
+    ``[min start, length - 1 - min end)``, since a register dies at its last use's cycle and
+    that use has at least its tail of cycles after it."""
+    groups = [(spans, True, capacity)] + [
+        ([x for x in spans if x.width >= w], False, capacity // w)
+        for w in {x.width for x in spans if x.life > 0 and x.width <= capacity}
+    ]
+    best = 0
+    for group, area, room in groups:
+        group = [x for x in group if x.life > 0]
+        if not group or room <= 0:
+            continue
+        time = sum((x.width if area else 1) * x.life for x in group)
+        pad = min(x.start for x in group) + min(x.end for x in group) + 1 if window else 0
+        best = max(best, pad + -(-time // room))
+    return best
 
 
 def length_lower_bound_at(region: Region, machine: Machine, occupancy: int) -> int:
     """A length lower bound (cycles) for schedules reaching ``occupancy``: at least
-    `length_lower_bound`, and, per register file, two register-time arguments. Every cycle
-    holds at most the file's RP limit at that occupancy; the always-live registers and the
-    live-through pressure take their share of every cycle, leaving ``capacity``; each other
-    register holds its width for at least its minimum lifetime (`_lifetimes`). So
+    `length_lower_bound`, and, per register file, register-time arguments (`_packed_length`).
+    Every cycle holds at most the file's RP limit at that occupancy; the always-live registers
+    and the live-through pressure take their share of every cycle, leaving ``capacity``; each
+    other register holds its width for at least its minimum lifetime (`_spans`). So
     ``length >= sum(width * lifetime) / capacity`` (area), and, for each width ``w``, at most
     ``capacity // w`` registers at least ``w`` wide are live at once, so
     ``length >= sum(lifetime of those registers) / (capacity // w)`` (slots: tighter when
-    wide values do not pack, e.g. 4-wide loads into 14 free registers fill only 12).
-    Loads that must wait for their users while few registers are free make these bounds far
-    tighter than the latency bound (e.g. 36 128-bit loads of 80 cycles at occupancy 10)."""
+    wide values do not pack, e.g. 4-wide loads into 14 free registers fill only 12). Over the
+    windowed registers alone, both also add the cycles before the earliest birth and after
+    the latest death that the dependences force. Loads that must wait for their users while
+    few registers are free make these bounds far tighter than the latency bound (e.g. 36
+    128-bit loads of 80 cycles at occupancy 10)."""
     bound = length_lower_bound(region, machine)
-    life, always = _lifetimes(region)
+    spans, always, windowed = _spans(region)
     for f, rf in enumerate(machine.files):
         limits = [
             rp
@@ -160,11 +200,10 @@ def length_lower_bound_at(region: Region, machine: Machine, occupancy: int) -> i
         capacity = max(limits) - fixed - region.live_through.get(rf.name, 0)
         if capacity <= 0:
             continue
-        spans = [(reg.width, life.get(r, 0)) for r, reg in regs.items()]
-        bound = max(bound, -(-sum(w * t for w, t in spans) // capacity))
-        for width in {w for w, t in spans if t > 0 and w <= capacity}:
-            time = sum(t for w, t in spans if w >= width)
-            bound = max(bound, -(-time // (capacity // width)))
+        mine = [spans[r] for r in regs if r in spans]
+        bound = max(bound, _packed_length(mine, capacity, window=False))
+        inner = [spans[r] for r in regs if r in windowed]
+        bound = max(bound, _packed_length(inner, capacity, window=True))
     return int(bound)
 
 
