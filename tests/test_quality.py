@@ -156,3 +156,33 @@ def test_target_schedule_defers_register_hungry_sinks():
     assert rep.occupancy == int(best.occupancy) == 10
     assert rep.length == int(best.length) <= int(deferred.length)
     assert list(np.asarray(best.order)[:n][-3:]) == [4, 5, 6]  # the constants last
+
+
+@pytest.mark.parametrize("cost", [40, 457])
+def test_initial_pheromone_does_not_depend_on_the_ant_count(cost):
+    """With the spec's ``ants / (cost + 1)`` 4,096 ants put every link at tau_max, which
+    clamps the start's deposit away (m16511_mxx bb.7699 then never left its start at effort 2);
+    the start's links must stand out alike for any number of ants."""
+    from jaxsched.colony.iteration import start_pass
+    from jaxsched.colony.params import ColonyConfig
+
+    N = 6
+    order = jnp.arange(N, dtype=jnp.int32)
+    params = colony.default_params()
+
+    def table(wavefronts: int) -> np.ndarray:
+        ps = start_pass(
+            timed=jnp.bool_(True), skip=jnp.bool_(False), order=order, cost=jnp.int32(cost),
+            peak=jnp.zeros(2, jnp.int32), stalls=jnp.int32(0), stall_budget=jnp.float32(4),
+            lower_bound=jnp.int32(0), rp_target=jnp.int32(0), patience=jnp.int32(1),
+            key=jax.random.key(0), params=params,
+            config=ColonyConfig(wavefronts=wavefronts, wavefront_size=64, max_iterations=2),
+        )  # fmt: skip
+        return np.asarray(ps.tau)
+
+    few, many = table(4), table(64)  # 256 and 4,096 ants
+    np.testing.assert_array_equal(few, many)
+    prev = np.concatenate([[N], np.asarray(order)[:-1]])
+    on_start = many[prev, np.asarray(order)]
+    off_start = np.delete(many[N], 0)  # row "nothing yet" without the start's first link
+    assert on_start.min() > off_start.max()

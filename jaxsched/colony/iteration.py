@@ -64,12 +64,12 @@ def start_pass(
     config: ColonyConfig,
 ) -> PassState:
     """A pass starting from a schedule (``order`` int32[N], its ``cost``, ``peak``, ``stalls``):
-    uniform pheromone ``ants / (cost + 1)``, plus ``start_deposit`` on the start's links (the
+    uniform pheromone ``tau_init_ants / (cost + 1)``, plus ``start_deposit`` on the start's links (the
     first ants explore around a schedule known to meet the pass's RP target), clamped to
     [tau_min, tau_max]."""
     N = order.shape[0]
     heur = cost.astype(jnp.float32)
-    tau0 = jnp.clip(config.ants / (heur + 1.0), params.tau_min, params.tau_max)
+    tau0 = jnp.clip(params.tau_init_ants / (heur + 1.0), params.tau_min, params.tau_max)
     tau = jnp.full((N + 1, N + 1), tau0, jnp.float32)
     prev = jnp.concatenate([jnp.array([N], jnp.int32), order[:-1]])
     tau = jnp.clip(tau.at[prev, order].add(params.start_deposit), params.tau_min, params.tau_max)

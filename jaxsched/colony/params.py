@@ -106,6 +106,11 @@ class ColonyParams(NamedTuple):
     score_floor: jnp.ndarray  # f32[]: minimum score of an eligible candidate (1e-7)
     start_deposit: jnp.ndarray  # f32[]: pheromone added to the start schedule's links when a
     #                             pass starts (before the clamp)
+    tau_init_ants: jnp.ndarray  # f32[]: the "ants" of the initial pheromone
+    #                             clamp(tau_init_ants / (cost + 1)) (256; the spec uses the
+    #                             ant count, which saturates the table at tau_max with many
+    #                             ants and hides the start: more ants must sample the same
+    #                             distribution, not a flatter one)
     patience_scale: jnp.ndarray  # f32[]: a pass ends after this many times 1, 2, 3, 3 (n < 50,
     #                              < 100, < 1000, more) iterations without improvement (1)
     caution_step: jnp.ndarray  # f32[]: after an iteration in which every ant died, ants are
@@ -147,6 +152,7 @@ DEFAULTS = dict(
     weight_last_use_rp=4.0,
     score_floor=1e-7,
     start_deposit=1.0,
+    tau_init_ants=256.0,
     patience_scale=1.0,
     caution_step=0.125,
     caution_max=4.0,
