@@ -64,9 +64,9 @@ def start_pass(
     config: ColonyConfig,
 ) -> PassState:
     """A pass starting from a schedule (``order`` int32[N], its ``cost``, ``peak``, ``stalls``):
-    uniform pheromone ``tau_init_ants / (cost + 1)``, plus ``start_deposit`` on the start's links (the
-    first ants explore around a schedule known to meet the pass's RP target), clamped to
-    [tau_min, tau_max]."""
+    uniform pheromone ``tau_init_ants / (cost + 1)``, plus ``start_deposit`` on the start's
+    links (the first ants explore around a schedule known to meet the pass's RP target),
+    clamped to [tau_min, tau_max]."""
     N = order.shape[0]
     heur = cost.astype(jnp.float32)
     tau0 = jnp.clip(params.tau_init_ants / (heur + 1.0), params.tau_min, params.tau_max)
