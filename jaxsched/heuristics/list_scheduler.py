@@ -323,6 +323,23 @@ class _State(NamedTuple):
     used: jax.Array  # int32[]: instructions issued in ``cycle``
 
 
+def _advance_clock(
+    s: _State, cand: jax.Array, active: jax.Array, iw
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """(cycle of this step's issue, instructions issued in it before this one, bool[N] ready
+    now): the next cycle once ``iw`` issued, then a stall to the earliest candidate's cycle
+    when none of ``cand`` (bool[N]) is ready; unchanged when not ``active``."""
+    N = cand.shape[0]
+    full = s.used >= iw
+    cyc = jnp.where(full, s.cycle + 1, s.cycle)
+    used = jnp.where(full, 0, s.used)
+    now = jnp.maximum(cyc, jnp.min(jnp.where(cand, s.earliest[:N], _BIG)))
+    used = jnp.where(now > cyc, 0, used)
+    now = jnp.where(active, now, s.cycle)
+    used = jnp.where(active, used, s.used)
+    return now, used, cand & (s.earliest[:N] <= now)
+
+
 def list_schedule(
     dev: DeviceRegion,
     lut: jax.Array,
@@ -372,15 +389,7 @@ def list_schedule(
         if rp_limit is not None:
             cand = _within_limit(t, s.regs, cand, rp_limit, jnp.asarray(defer_sinks))
         if latencies:
-            full = s.used >= iw
-            cyc = jnp.where(full, s.cycle + 1, s.cycle)
-            used = jnp.where(full, 0, s.used)
-            e_min = jnp.min(jnp.where(cand, s.earliest[:N], _BIG))
-            now = jnp.maximum(cyc, e_min)
-            used = jnp.where(now > cyc, 0, used)
-            now = jnp.where(active, now, s.cycle)
-            used = jnp.where(active, used, s.used)
-            ready = cand & (s.earliest[:N] <= now)
+            now, used, ready = _advance_clock(s, cand, active, iw)
         else:
             now, used, ready = k, s.used, cand
         table = _key_table(dev, t, s.regs, latencies, rank)
