@@ -60,6 +60,8 @@ from jaxsched.problem.region import Region
 OBJECTIVES = ("rp", "length")
 #: Labels stored per scheduled set for dominance checks.
 MAX_LABELS = 16
+#: The lower bound of an infeasible length search.
+_BIG = np.iinfo(np.int32).max // 4
 
 
 class ExactError(InputError):
@@ -222,142 +224,146 @@ def solve_exact(
     start = time.perf_counter()
     _check_args(region, machine, objective, rp_target, node_budget, time_budget, batch)
     t_np = build_tables(region, machine)
-    n = len(region)
     w = machine.issue_width if objective == "length" else 1
     limit = rp_limit(machine, rp_target if objective == "length" else None)
-    big = np.iinfo(np.int32).max // 4  # the lower bound of an infeasible length search
-
-    def finish_cycles(order: np.ndarray) -> np.ndarray:
-        if objective == "rp":
-            cyc = np.empty(n, np.int64)
-            cyc[order] = np.arange(n)
-            return cyc
-        return issue_cycles(region, order, w)
-
-    best_order: np.ndarray | None = None
-    best_key: tuple[int, ...] | None = None
-    best_peaks: np.ndarray | None = None
-
-    def offer(order: np.ndarray) -> None:
-        nonlocal best_order, best_key, best_peaks
-        peaks = order_peaks(t_np, order)
-        if np.any(peaks > limit):
-            return
-        cyc = finish_cycles(order)
-        key = _key(objective, machine, peaks, int(cyc.max()) + 1)
-        if best_key is None or key < best_key:
-            best_order, best_key, best_peaks = order, key, peaks
-
+    best = _Incumbent(region, machine, t_np, objective, limit, w)
     if incumbent_cycles is not None:
-        offer(order_from_cycles(region, incumbent_cycles, "incumbent_cycles"))
+        best.offer(order_from_cycles(region, incumbent_cycles, "incumbent_cycles"))
     if incumbent_order is not None:
-        offer(check_order(region, incumbent_order, "incumbent_order"))
+        best.offer(check_order(region, incumbent_order, "incumbent_order"))
     for order in _initial_orders(region, t_np):
-        offer(order)
+        best.offer(order)
 
-    t = jax.tree.map(jnp.asarray, t_np)
+    r = root(t_np, batch)
+    if objective == "length" and np.any(r.peaks[0] > limit):
+        return _result("infeasible", objective, (_BIG,), None, None, None, None, machine, 0, start)
     params = Params(
         issue_width=jnp.int32(w),
         rp_limit=jnp.asarray(limit, jnp.int32),
         lut=jnp.asarray(machine.occupancy_lut),
         target=jnp.int32(machine.target_occupancy),
     )
-    N, F = t_np.valid.shape[0], machine.num_files
-    r = root(t_np, batch)
-    pool = _Pool(N, F)
-    pool.add(r.sched[:1], r.est[:1], r.slot[:1], r.peaks[:1], [0], [-1])
-    root_peaks = r.peaks[0]
-    if objective == "length" and np.any(root_peaks > limit):
-        return _result("infeasible", objective, (big,), None, None, None, None, machine, 0, start)
+    front = _Frontier(t_np, r, objective, batch, region.ready_list_bound())
+    status, lower = front.search(best, params, node_budget, start + time_budget)
+    if status == "optimal":
+        lower = best.key
+    elif status == "infeasible":
+        lower = (_BIG,) if objective == "length" else lower
+    elif best.key is not None:
+        lower = min(lower, best.key)
+    cycles = best.cycles(best.order) if best.order is not None else None
+    return _result(
+        status, objective, lower, best.key, best.order, cycles, best.peaks, machine,
+        front.expanded, start,
+    )  # fmt: skip
 
-    heap: list[tuple] = [((0,) * (2 if objective == "rp" else 1), 0, 0)]  # (key, -depth, id)
-    labels: dict[bytes, list[np.ndarray]] = {}
-    lower: tuple[int, ...] = (0, 0) if objective == "rp" else (1,)
-    # Each parent has at most `ready_list_bound` children: this capacity never overflows, so the
-    # search compiles once per (bucket, capacity, objective); the overflow re-run is a safeguard.
-    capacity = int(min(next_pow2(batch * region.ready_list_bound()), batch * N))
-    expanded = 0
-    status = None
-    while True:
-        if heap and best_key is not None and heap[0][0] >= best_key:
-            heap.clear()  # every open node is no better than the incumbent
-        if not heap:
-            status = "optimal" if best_key is not None else "infeasible"
-            break
-        lower = max(lower, heap[0][0])
-        if expanded >= node_budget or time.perf_counter() - start > time_budget:
-            status = "bounded"
-            break
-        ids = []
-        while heap and len(ids) < batch:
-            key, _, nid = heapq.heappop(heap)
-            if best_key is None or key < best_key:
-                ids.append(nid)
-        if not ids:
-            continue
-        expanded += len(ids)
-        nodes = _gather(pool, ids, batch)
+
+class _Incumbent:
+    """The best complete order offered so far that meets the RP limit, with its key."""
+
+    def __init__(self, region, machine, t_np: Tables, objective: str, limit, width: int):
+        self.region, self.machine, self.t_np = region, machine, t_np
+        self.objective, self.limit, self.width = objective, limit, width
+        self.order: np.ndarray | None = None
+        self.key: tuple[int, ...] | None = None
+        self.peaks: np.ndarray | None = None
+
+    def cycles(self, order: np.ndarray) -> np.ndarray:
+        """int64[n]: the order's cycles (RP pass: positions; length pass: greedy timing)."""
+        if self.objective == "rp":
+            cyc = np.empty(len(order), np.int64)
+            cyc[order] = np.arange(len(order))
+            return cyc
+        return issue_cycles(self.region, order, self.width)
+
+    def offer(self, order: np.ndarray) -> None:
+        """Keep ``order`` (int64[n], complete) if it meets the limit and beats the best."""
+        peaks = order_peaks(self.t_np, order)
+        if np.any(peaks > self.limit):
+            return
+        key = _key(self.objective, self.machine, peaks, int(self.cycles(order).max()) + 1)
+        if self.beaten_by(key):
+            self.order, self.key, self.peaks = order, key, peaks
+
+    def beaten_by(self, key: tuple[int, ...]) -> bool:
+        return self.key is None or key < self.key
+
+
+class _Frontier:
+    """The open nodes: a host pool of prefixes, a heap on (bound key, -depth, id) and the
+    dominance labels per scheduled set; expanded ``batch`` nodes per jitted call."""
+
+    def __init__(self, t_np: Tables, r: Nodes, objective: str, batch: int, ready_bound: int):
+        N, F = t_np.valid.shape[0], r.peaks.shape[1]
+        self.t_np, self.t = t_np, jax.tree.map(jnp.asarray, t_np)
+        self.objective, self.batch = objective, batch
+        self.n = int(t_np.valid.sum())
+        self.pool = _Pool(N, F)
+        self.pool.add(r.sched[:1], r.est[:1], r.slot[:1], r.peaks[:1], [0], [-1])
+        self.heap: list[tuple] = [((0,) * (2 if objective == "rp" else 1), 0, 0)]
+        self.labels: dict[bytes, list[np.ndarray]] = {}
+        # Each parent has at most `ready_list_bound` children: this capacity never overflows,
+        # so the search compiles once per (bucket, capacity, objective); the overflow re-run
+        # is a safeguard.
+        self.capacity = int(min(next_pow2(batch * ready_bound), batch * N))
+        self.expanded = 0
+
+    def search(self, best: _Incumbent, params: Params, node_budget: int, deadline: float):
+        """Expand until the frontier cannot beat ``best`` or a budget runs out: (status,
+        lower bound key)."""
+        lower: tuple[int, ...] = (0, 0) if self.objective == "rp" else (1,)
         while True:
-            ch = expand(t, nodes, params, capacity=capacity, objective=objective)
+            if self.heap and best.key is not None and self.heap[0][0] >= best.key:
+                self.heap.clear()  # every open node is no better than the incumbent
+            if not self.heap:
+                return ("optimal" if best.key is not None else "infeasible"), lower
+            lower = max(lower, self.heap[0][0])
+            if self.expanded >= node_budget or time.perf_counter() > deadline:
+                return "bounded", lower
+            ids = []
+            while self.heap and len(ids) < self.batch:
+                key, _, nid = heapq.heappop(self.heap)
+                if best.beaten_by(key):
+                    ids.append(nid)
+            if ids:
+                self.expanded += len(ids)
+                self._expand(ids, best, params)
+
+    def _expand(self, ids: list[int], best: _Incumbent, params: Params) -> None:
+        """Expand the nodes ``ids``: offer complete children to ``best``, push the others
+        that are neither bounded out nor dominated."""
+        nodes = _gather(self.pool, ids, self.batch)
+        while True:
+            ch = expand(self.t, nodes, params, capacity=self.capacity, objective=self.objective)
             if not bool(ch.overflow):
                 break
-            capacity = int(2 ** np.ceil(np.log2(int(ch.count))))
+            self.capacity = int(2 ** np.ceil(np.log2(int(ch.count))))
         ch = jax.tree.map(np.asarray, ch)
         keep = np.flatnonzero(ch.valid)
-        if keep.size == 0:
-            continue
-        depth = ch.sched[keep].sum(axis=1) - int((~t_np.valid).sum())
-        complete = depth == n
-        for c in keep[complete]:
-            parent_id = ids[int(ch.parent[c])]
-            order = np.asarray([*pool.order(parent_id), int(ch.inst[c])], np.int64)
-            offer(order)
-        rest = keep[~complete]
-        if rest.size == 0:
-            continue
-        keys = (
-            np.stack([ch.key[rest], ch.tie[rest]], 1)
-            if objective == "rp"
-            else ch.key[rest][:, None]
-        )
+        depth = ch.sched[keep].sum(axis=1) - int((~self.t_np.valid).sum())
+        for c in keep[depth == self.n]:
+            parent = ids[int(ch.parent[c])]
+            best.offer(np.asarray([*self.pool.order(parent), int(ch.inst[c])], np.int64))
+        rest, depth = keep[depth < self.n], depth[depth < self.n]
+        rp = self.objective == "rp"
+        keys = np.stack([ch.key[rest], ch.tie[rest]], 1) if rp else ch.key[rest][:, None]
         packed = np.packbits(ch.sched[rest], axis=1)
-        lab = (
-            ch.peaks[rest]
-            if objective == "rp"
-            else np.concatenate([ch.slot[rest][:, None], ch.est[rest]], axis=1)
-        )
-        depth_rest = depth[~complete]
-        chosen = []
-        for k in range(rest.size):
-            key = tuple(int(v) for v in keys[k])
-            if best_key is not None and key >= best_key:
-                continue
-            if _dominated(labels, packed[k].tobytes(), lab[k]):
-                continue
-            chosen.append(k)
+        lab = ch.peaks[rest] if rp else np.concatenate([ch.slot[rest][:, None], ch.est[rest]], 1)
+        chosen = [
+            k
+            for k in range(rest.size)
+            if best.beaten_by(tuple(int(v) for v in keys[k]))
+            and not _dominated(self.labels, packed[k].tobytes(), lab[k])
+        ]
         if not chosen:
-            continue
+            return
         sel = rest[chosen]
-        new = pool.add(
-            ch.sched[sel],
-            ch.est[sel],
-            ch.slot[sel],
-            ch.peaks[sel],
-            [ids[int(p)] for p in ch.parent[sel]],
-            ch.inst[sel],
-        )
+        parents = [ids[int(p)] for p in ch.parent[sel]]
+        new = self.pool.add(ch.sched[sel], ch.est[sel], ch.slot[sel], ch.peaks[sel], parents,
+                            ch.inst[sel])  # fmt: skip
         for k, nid in zip(chosen, new, strict=True):
-            heapq.heappush(heap, (tuple(int(v) for v in keys[k]), -int(depth_rest[k]), int(nid)))
-    if status == "optimal":
-        lower = best_key
-    elif status == "infeasible":
-        lower = (big,) if objective == "length" else lower
-    elif best_key is not None:
-        lower = min(lower, best_key)
-    cycles = finish_cycles(best_order) if best_order is not None else None
-    return _result(
-        status, objective, lower, best_key, best_order, cycles, best_peaks, machine, expanded, start
-    )
+            entry = (tuple(int(v) for v in keys[k]), -int(depth[k]), int(nid))
+            heapq.heappush(self.heap, entry)
 
 
 def _gather(pool: _Pool, ids: list[int], batch: int) -> Nodes:
