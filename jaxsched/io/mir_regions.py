@@ -278,89 +278,111 @@ def _mem_kind(ins: MirInstr) -> _MemKind:
 # ---------------------------------------------------------------------- dependence graph
 def build_edges(instrs: tuple[MirInstr, ...], widths: dict[str, int | None]) -> list[Edge]:
     """All dependence edges among ``instrs`` (ids = positions), see the module docstring."""
-    edges: list[Edge] = []
-    # virtual registers, per lane: last defs and pending uses
-    vdefs_hist: dict[str, list[tuple[int, int, int, bool]]] = {}  # reg -> [(i, def, kill, dead)]
-    last_def_lane: dict[str, dict[int, int]] = {}  # reg -> lane bit -> instr
-    pending_uses: dict[str, dict[int, list[int]]] = {}  # reg -> lane bit -> [instr]
-    # physical units
-    p_defs: dict[str, list[tuple[int, bool]]] = {}
-    p_uses: dict[str, list[int]] = {}
-    last_barrier = -1
-    accesses: list[tuple[int, _MemKind, MirInstr]] = []
+    deps = _Dependences(instrs, widths)
     for i, ins in enumerate(instrs):
         eff = _effects(ins, widths)
-        # --- virtual uses: data edges from reaching defs, then record the use
         for reg, mask in eff.vuses:
-            remaining = mask
-            for j, dmask, kmask, dead in reversed(vdefs_hist.get(reg, [])):
-                if not remaining:
-                    break
-                if dead:
-                    continue  # LLVM: a dead def has no uses and kills nothing
-                if remaining & dmask:
-                    edges.append(Edge(j, i, lat.latency(instrs[j].opcode), "data"))
-                remaining &= ~kmask
-            lanes = pending_uses.setdefault(reg, {})
-            for b in _bits(mask):
-                lanes.setdefault(b, []).append(i)
-        # --- virtual defs: anti edges from pending uses, output edges from last defs
+            deps.virtual_use(i, reg, mask)
         for reg, dmask, kmask, dead in eff.vdefs:
-            lanes = pending_uses.setdefault(reg, {})
-            last = last_def_lane.setdefault(reg, {})
-            # An ``undef`` sub-register def ends the other lanes' values too: order it against
-            # their defs and uses (stricter than LLVM, which instead rewrites undef flags).
-            width = widths.get(reg)
-            order_mask = kmask & (_ALL_LANES if width is None else (1 << (2 * width)) - 1)
-            for b in _bits(order_mask | dmask):
-                for u in lanes.pop(b, []):
-                    if u != i:
-                        edges.append(Edge(u, i, lat.ANTI_LATENCY, "anti"))
-                j = last.get(b)
-                if j is not None and j != i:
-                    edges.append(Edge(j, i, lat.OUTPUT_LATENCY, "output"))
-                last[b] = i
-            vdefs_hist.setdefault(reg, []).append((i, dmask, kmask, dead))
-        # --- physical registers
-        for u in eff.puses:
-            defs = p_defs.get(u, [])
-            if defs:
+            deps.virtual_def(i, reg, dmask, kmask, dead)
+        deps.physical(i, eff.puses, eff.pdefs)
+        deps.memory(i, ins)
+    return deps.edges
+
+
+class _Dependences:
+    """The state `build_edges` carries from one instruction to the next, and the edges so far
+    (virtual registers per lane bit, physical units, memory accesses since the last barrier)."""
+
+    def __init__(self, instrs: tuple[MirInstr, ...], widths: dict[str, int | None]) -> None:
+        self.instrs, self.widths = instrs, widths
+        self.edges: list[Edge] = []
+        self.vdefs: dict[
+            str, list[tuple[int, int, int, bool]]
+        ] = {}  # reg -> [(i, def, kill, dead)]
+        self.last_def: dict[str, dict[int, int]] = {}  # reg -> lane bit -> instr
+        self.pending: dict[str, dict[int, list[int]]] = {}  # reg -> lane bit -> [instr] (uses)
+        self.p_defs: dict[str, list[tuple[int, bool]]] = {}  # unit -> [(instr, dead)]
+        self.p_uses: dict[str, list[int]] = {}  # unit -> [instr]
+        self.last_barrier = -1
+        self.accesses: list[tuple[int, _MemKind, MirInstr]] = []
+
+    def _edge(self, j: int, i: int, latency: int, kind: str) -> None:
+        self.edges.append(Edge(j, i, latency, kind))
+
+    def virtual_use(self, i: int, reg: str, mask: int) -> None:
+        """Data edges from the defs reaching the lanes ``mask`` of ``reg``; records the use."""
+        remaining = mask
+        for j, dmask, kmask, dead in reversed(self.vdefs.get(reg, [])):
+            if not remaining:
+                break
+            if dead:
+                continue  # LLVM: a dead def has no uses and kills nothing
+            if remaining & dmask:
+                self._edge(j, i, lat.latency(self.instrs[j].opcode), "data")
+            remaining &= ~kmask
+        lanes = self.pending.setdefault(reg, {})
+        for b in _bits(mask):
+            lanes.setdefault(b, []).append(i)
+
+    def virtual_def(self, i: int, reg: str, dmask: int, kmask: int, dead: bool) -> None:
+        """Anti edges from pending uses and output edges from the last defs of the lanes."""
+        lanes = self.pending.setdefault(reg, {})
+        last = self.last_def.setdefault(reg, {})
+        # An ``undef`` sub-register def ends the other lanes' values too: order it against
+        # their defs and uses (stricter than LLVM, which instead rewrites undef flags).
+        width = self.widths.get(reg)
+        order_mask = kmask & (_ALL_LANES if width is None else (1 << (2 * width)) - 1)
+        for b in _bits(order_mask | dmask):
+            for u in lanes.pop(b, []):
+                if u != i:
+                    self._edge(u, i, lat.ANTI_LATENCY, "anti")
+            j = last.get(b)
+            if j is not None and j != i:
+                self._edge(j, i, lat.OUTPUT_LATENCY, "output")
+            last[b] = i
+        self.vdefs.setdefault(reg, []).append((i, dmask, kmask, dead))
+
+    def physical(self, i: int, puses, pdefs) -> None:
+        """Data, anti and output edges of physical register units."""
+        for u in puses:
+            defs = self.p_defs.get(u, [])
+            if defs and defs[-1][0] != i:
                 j = defs[-1][0]
-                if j != i:
-                    edges.append(Edge(j, i, lat.latency(instrs[j].opcode), "data"))
-            p_uses.setdefault(u, []).append(i)
-        for units, dead in eff.pdefs:
+                self._edge(j, i, lat.latency(self.instrs[j].opcode), "data")
+            self.p_uses.setdefault(u, []).append(i)
+        for units, dead in pdefs:
             for u in units:
-                for k in p_uses.get(u, []):
+                for k in self.p_uses.get(u, []):
                     if k != i:
-                        edges.append(Edge(k, i, lat.ANTI_LATENCY, "anti"))
-                for j, jdead in p_defs.get(u, []):
+                        self._edge(k, i, lat.ANTI_LATENCY, "anti")
+                for j, jdead in self.p_defs.get(u, []):
                     if j != i and not (dead and jdead):
-                        edges.append(Edge(j, i, lat.OUTPUT_LATENCY, "output"))
+                        self._edge(j, i, lat.OUTPUT_LATENCY, "output")
                 if dead:
-                    p_defs.setdefault(u, []).append((i, dead))
+                    self.p_defs.setdefault(u, []).append((i, dead))
                 else:
-                    p_defs[u] = [(i, dead)]
-                    p_uses[u] = []
-        # --- memory and side effects
+                    self.p_defs[u] = [(i, dead)]
+                    self.p_uses[u] = []
+
+    def memory(self, i: int, ins: MirInstr) -> None:
+        """Order edges of barriers and of memory accesses that may alias (one a store)."""
         kind = _mem_kind(ins)
+        if not (kind.barrier or kind.access):
+            return
+        if self.last_barrier >= 0:
+            self._edge(self.last_barrier, i, lat.ORDER_LATENCY, "other")
         if kind.barrier:
-            if last_barrier >= 0:
-                edges.append(Edge(last_barrier, i, lat.ORDER_LATENCY, "other"))
-            for j, _, _ in accesses:
-                edges.append(Edge(j, i, lat.ORDER_LATENCY, "other"))
-            last_barrier = i
-            accesses = []
-        elif kind.access:
-            if last_barrier >= 0:
-                edges.append(Edge(last_barrier, i, lat.ORDER_LATENCY, "other"))
-            for j, other, jins in accesses:
-                if (other.store or kind.store) and any(
-                    mem_may_alias(x, y) for x in jins.mem for y in ins.mem
-                ):
-                    edges.append(Edge(j, i, lat.ORDER_LATENCY, "other"))
-            accesses.append((i, kind, ins))
-    return edges
+            for j, _, _ in self.accesses:
+                self._edge(j, i, lat.ORDER_LATENCY, "other")
+            self.last_barrier, self.accesses = i, []
+            return
+        for j, other, jins in self.accesses:
+            if (other.store or kind.store) and any(
+                mem_may_alias(x, y) for x in jins.mem for y in ins.mem
+            ):
+                self._edge(j, i, lat.ORDER_LATENCY, "other")
+        self.accesses.append((i, kind, ins))
 
 
 def _bits(mask: int) -> list[int]:
