@@ -127,20 +127,10 @@ def pad_region(region: Region, machine: Machine, shape: PaddedShape | None = Non
         raise ValueError(f"region {region.name!r} needs shape {need}, larger than {s}")
     n = len(region)
     N, R = s.n, s.regs
-    regnames = region.register_names
-    rid = {r: k for k, r in enumerate(regnames)}
+    rid = {r: k for k, r in enumerate(region.register_names)}
 
-    succ = np.full((N, s.succ), N, np.int32)
-    succ_lat = np.zeros((N, s.succ), np.int32)
-    for i, lst in enumerate(region.successors()):
-        for k, (j, lat) in enumerate(lst):
-            succ[i, k], succ_lat[i, k] = j, lat
-    pred = np.full((N, s.pred), N, np.int32)
-    pred_lat = np.zeros((N, s.pred), np.int32)
-    for i, lst in enumerate(region.predecessors()):
-        for k, (j, lat) in enumerate(lst):
-            pred[i, k], pred_lat[i, k] = j, lat
-
+    succ, succ_lat = _edge_table(region.successors(), N, s.succ)
+    pred, pred_lat = _edge_table(region.predecessors(), N, s.pred)
     uses = np.full((N, s.uses), R, np.int32)
     defs = np.full((N, s.defs), R, np.int32)
     num_uses = np.zeros(R, np.int32)
@@ -150,20 +140,7 @@ def pad_region(region: Region, machine: Machine, shape: PaddedShape | None = Non
             num_uses[rid[r]] += 1
         for k, r in enumerate(inst.defs):
             defs[i, k] = rid[r]
-
-    reg_file = np.zeros(R, np.int32)
-    reg_width = np.zeros(R, np.int32)
-    for k, r in enumerate(regnames):
-        reg = region.registers[r]
-        reg_file[k] = machine.file_index(reg.file)
-        reg_width[k] = reg.width
-    live_in = np.zeros(R, bool)
-    live_in[[rid[r] for r in region.live_in]] = True
-    live_out = np.zeros(R, bool)
-    live_out[[rid[r] for r in region.live_out]] = True
-    live_through = np.zeros(s.files, np.int32)
-    for f, v in region.live_through.items():
-        live_through[machine.file_index(f)] = v
+    reg_file, reg_width, live_in, live_out, live_through = _register_tables(region, machine, s)
 
     def pad_n(a: np.ndarray) -> np.ndarray:
         out = np.zeros(N, np.int32)
@@ -192,6 +169,37 @@ def pad_region(region: Region, machine: Machine, shape: PaddedShape | None = Non
         cp=pad_n(region.critical_path()),
         cp_unit=pad_n(unit_critical_path(region)),
     )
+
+
+def _edge_table(lists, N: int, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """(int32[N, width] neighbours, sentinel N; int32[N, width] latencies, 0) of adjacency
+    lists ``[[(j, latency), ...] per instruction]``."""
+    ids = np.full((N, width), N, np.int32)
+    lats = np.zeros((N, width), np.int32)
+    for i, lst in enumerate(lists):
+        for k, (j, lat) in enumerate(lst):
+            ids[i, k], lats[i, k] = j, lat
+    return ids, lats
+
+
+def _register_tables(region: Region, machine: Machine, s: PaddedShape) -> tuple[np.ndarray, ...]:
+    """Per register (padded to ``s.regs``): int32 file index, int32 width, bool live-in, bool
+    live-out; and int32[files] live-through pressure."""
+    R, rid = s.regs, {r: k for k, r in enumerate(region.register_names)}
+    reg_file = np.zeros(R, np.int32)
+    reg_width = np.zeros(R, np.int32)
+    for k, r in enumerate(region.register_names):
+        reg = region.registers[r]
+        reg_file[k] = machine.file_index(reg.file)
+        reg_width[k] = reg.width
+    live_in = np.zeros(R, bool)
+    live_in[[rid[r] for r in region.live_in]] = True
+    live_out = np.zeros(R, bool)
+    live_out[[rid[r] for r in region.live_out]] = True
+    live_through = np.zeros(s.files, np.int32)
+    for f, v in region.live_through.items():
+        live_through[machine.file_index(f)] = v
+    return reg_file, reg_width, live_in, live_out, live_through
 
 
 def stack(
