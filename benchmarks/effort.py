@@ -102,7 +102,7 @@ def markdown(report: dict) -> str:
     for i, r in enumerate(report["levels"][0]["regions"]):
         cells = [f"{lv['regions'][i]['length']} ({lv['regions'][i]['source']})"
                  for lv in report["levels"]]  # fmt: skip
-        out.append(f"| {r['name'][-48:]} | {r['n']} | {r['bound']} | " + " | ".join(cells) + " |")
+        out.append(f"| {r['name']} | {r['n']} | {r['bound']} | " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
 
 
