@@ -1,6 +1,7 @@
 """Tune the colony's guiding heuristic on the real gfx906 regions and compare with the defaults.
 
-    .venv/bin/python examples/tune_heuristic.py [--steps 40] [--max-size 64] [-o params.json]
+    .venv/bin/python examples/tune_heuristic.py [--steps 40] [--min-size 1] [--max-size 64]
+        [-o params.json]
 
 Splits ``../shared/data/real-train.jsonl.gz`` by source (`split_by_source`, 20% of the
 sources validate, as ``benchmarks/real_quality.py``), trains the heuristic weights on the
@@ -38,6 +39,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--ants", type=int, default=32, help="ants per region (wavefronts of 16)")
     ap.add_argument("--batch", type=int, default=8, help="regions per training step")
+    ap.add_argument("--min-size", type=int, default=1, help="smallest region (both sets)")
     ap.add_argument("--max-size", type=int, default=64, help="largest training region")
     ap.add_argument("--valid-max-size", type=int, default=64, help="largest validation region")
     ap.add_argument("--iterations", type=int, default=10, help="colony iterations (validation)")
@@ -49,8 +51,8 @@ def main() -> None:
 
     machine = gfx906()
     train_set, valid_set = split_by_source(load_regions(args.data))
-    train_set = [r for r in train_set if len(r) <= args.max_size]
-    valid_set = [r for r in valid_set if len(r) <= args.valid_max_size]
+    train_set = [r for r in train_set if args.min_size <= len(r) <= args.max_size]
+    valid_set = [r for r in valid_set if args.min_size <= len(r) <= args.valid_max_size]
     ants = Ants(max(args.ants // 16, 1), min(args.ants, 16))
     default = default_params()
     t0 = time.perf_counter()
