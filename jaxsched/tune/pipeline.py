@@ -14,7 +14,7 @@ from jaxsched.colony.host import schedule
 from jaxsched.colony.params import ColonyConfig, ColonyParams
 from jaxsched.colony.problem import canonical_shape, problem
 from jaxsched.machines.model import Machine
-from jaxsched.problem.padded import padded_shape
+from jaxsched.problem.padded import PaddedShape, padded_shape
 from jaxsched.problem.region import Region
 from jaxsched.tune.model import Ants, TuneProblem, sample, tune_problem
 
@@ -30,19 +30,23 @@ def batches(
 ) -> list[TuneProblem]:
     """`TuneProblem` batches of at most ``batch`` regions, each of one instruction bucket
     (padded size), in an order shuffled by ``seed`` (so that a few training steps see every
-    bucket); a bucket's last batch is padded to the same size with
-    copies of its first region, marked not ``real`` (the training objective ignores them).
-    The ants' context (`tune_problem`) is that of ``params`` under key ``seed``."""
+    bucket). Every batch of a bucket has the bucket's joined shape, so a training step
+    compiles once per bucket; a bucket's last batch is padded to the same size with copies of
+    its first region, marked not ``real`` (the training objective ignores them). The ants'
+    context (`tune_problem`) is that of ``params`` under key ``seed``."""
     groups: dict[int, list[Region]] = {}
+    shapes: dict[int, PaddedShape] = {}
     for r in regions:
-        groups.setdefault(canonical_shape(padded_shape(r, machine)).n, []).append(r)
+        s = canonical_shape(padded_shape(r, machine))
+        groups.setdefault(s.n, []).append(r)
+        shapes[s.n] = shapes[s.n].join(s) if s.n in shapes else s
     config = ColonyConfig(wavefronts=ants.wavefronts, wavefront_size=ants.wavefront_size)
     key = jax.random.key(seed)
     out = []
-    for _, group in sorted(groups.items()):
+    for n, group in sorted(groups.items()):
         size = min(batch, len(group))
         for k in range(0, len(group), size):
-            prob = problem(group[k : k + size], machine, batch=size)
+            prob = problem(group[k : k + size], machine, shape=shapes[n], batch=size)
             out.append(tune_problem(prob, params, key, config))
     return [out[i] for i in np.random.default_rng(seed).permutation(len(out))]
 
