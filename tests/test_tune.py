@@ -130,6 +130,8 @@ def test_cli_tune(tmp_path, capsys):
     assert len(doc["steps"]) == 2 and all(np.isfinite(s["loss"]) for s in doc["steps"])
     v = doc["validation"]
     assert v["regions"] == 2 and f"occupancy {v['occupancy_learned']} learned" in printed
+    assert 0 <= v["colony_learned"] <= 2 and 0 <= v["colony_default"] <= 2
+    assert f"own schedule is the result on {v['colony_learned']} vs" in printed
     assert doc["kept"] == ("learned" if v["lost"] == 0 else "defaults")
     params = load_params(out, files=F)
     if doc["kept"] == "defaults":
@@ -157,6 +159,20 @@ def test_standardized_advantages_weigh_every_region_alike():
     np.testing.assert_allclose(loo[0], base - (base.sum() - base) / 3)
     with pytest.raises(ValueError, match="advantage 'mean'"):
         advantages(cost, "mean")
+
+
+def test_top_advantages_learn_from_the_best_ants_only():
+    """Risk-seeking advantages: only ants below the region's `TOP_FRACTION` quantile move
+    (towards lower cost, scaled by the region's spread); ties at the quantile and all-equal
+    regions give 0."""
+    from jaxsched.tune.train import TOP_FRACTION, advantages
+
+    cost = np.array([[4, 0, 1, 2, 3, 5, 6, 7], [2, 2, 2, 2, 2, 2, 2, 2]], np.float32)
+    top = np.asarray(advantages(cost, "top"))
+    assert TOP_FRACTION == 0.25  # the quantile of 8 costs is then the second lowest, 1
+    expect = np.minimum(cost[0] - 1.0, 0.0) / cost[0].std()
+    np.testing.assert_allclose(top[0], expect, rtol=1e-6)
+    assert (top[0] < 0).sum() == 1 and top[0, 1] < 0 and not top[1].any()
 
 
 def test_batches_of_a_bucket_share_one_shape():

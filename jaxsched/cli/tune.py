@@ -39,8 +39,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     p.add_argument("--learning-rate", type=float, default=0.05, help="Adam's peak rate (0.05)")
     p.add_argument(
-        "--advantage", choices=("loo", "standardized"), default="standardized",
-        help="advantages: leave-one-out (unbiased) or standardized per region (default)",
+        "--advantage", choices=("loo", "standardized", "top"), default="standardized",
+        help="advantages: leave-one-out (unbiased), standardized per region (default), or "
+        "top (risk-seeking: learn from each region's best quarter of ants)",
     )  # fmt: skip
     p.add_argument(
         "--iterations", type=int_in(1, 10**4), default=None,

@@ -41,9 +41,12 @@ def leave_one_out(cost: jnp.ndarray) -> jnp.ndarray:
     return (cost.sum(axis=1, keepdims=True) - cost) / (A - 1)
 
 
-#: How advantages are formed: "loo" (cost minus the leave-one-out baseline: unbiased) or
-#: "standardized" ("loo" divided by the spread of the region's ant costs).
-ADVANTAGES = ("loo", "standardized")
+#: How advantages are formed: "loo" (cost minus the leave-one-out baseline: unbiased),
+#: "standardized" ("loo" divided by the spread of the region's ant costs) or "top" (risk-seeking:
+#: only the region's best `TOP_FRACTION` of ants, against the cost at that quantile).
+ADVANTAGES = ("loo", "standardized", "top")
+#: The share of a region's ants the "top" advantages learn from.
+TOP_FRACTION = 0.25
 
 
 def advantages(cost: jnp.ndarray, how: str = "loo") -> jnp.ndarray:
@@ -54,10 +57,19 @@ def advantages(cost: jnp.ndarray, how: str = "loo") -> jnp.ndarray:
     ants cost the same), so every region whose ants differ weighs alike in a batch: the
     length term of a cost lies in [0, 1) and would otherwise be drowned by any region whose
     ants differ in RP cost. Each region's gradient keeps its direction (it is scaled by a
-    positive number), but the scale depends on the sample, so the estimate is biased."""
+    positive number), but the scale depends on the sample, so the estimate is biased.
+
+    "top" is the risk-seeking estimator (Petersen et al., ICLR 2021): an ant costing less than
+    its region's `TOP_FRACTION` quantile q gets ``(cost - q) / spread``, every other ant 0. It
+    follows the gradient of the expected cost of the region's best ants rather than of a
+    typical ant: the colony keeps only its best schedule."""
     if how not in ADVANTAGES:
         raise ValueError(f"advantage {how!r}: expected one of {', '.join(ADVANTAGES)}")
-    adv = cost - leave_one_out(cost)
+    if how == "top":
+        q = jnp.quantile(cost, TOP_FRACTION, axis=1, keepdims=True, method="lower")
+        adv = jnp.minimum(cost - q, 0.0)
+    else:
+        adv = cost - leave_one_out(cost)
     if how == "loo":
         return adv
     spread = cost.std(axis=1, keepdims=True)
