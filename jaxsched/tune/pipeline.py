@@ -63,6 +63,10 @@ class Validation(NamedTuple):
     length_default: int
     length_learned: int
     regions: int
+    #: regions whose result is the colony's own schedule (``Result.source == "colony"``), not
+    #: a starting schedule: only there can the guiding heuristic change the result
+    colony_default: int = 0
+    colony_learned: int = 0
 
     @property
     def keeps_occupancy(self) -> bool:
@@ -73,7 +77,9 @@ class Validation(NamedTuple):
         return (
             f"validation on {self.regions} regions: occupancy {self.occupancy_learned} learned "
             f"vs {self.occupancy_default} default ({self.gained} gained, {self.lost} lost); "
-            f"length at equal occupancy {self.length_learned} vs {self.length_default} cycles"
+            f"length at equal occupancy {self.length_learned} vs {self.length_default} cycles; "
+            f"the colony's own schedule is the result on {self.colony_learned} vs "
+            f"{self.colony_default} regions (the rest are starting schedules)"
         )
 
     def to_dict(self) -> dict:
@@ -104,6 +110,8 @@ def validate(
         length_default=int(sum(r.length for r, s in zip(a, same, strict=True) if s)),
         length_learned=int(sum(r.length for r, s in zip(b, same, strict=True) if s)),
         regions=len(regions),
+        colony_default=sum(r.source == "colony" for r in a),
+        colony_learned=sum(r.source == "colony" for r in b),
     )
 
 
