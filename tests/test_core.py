@@ -21,6 +21,7 @@ from jaxsched.heuristics import issue_cycles, stall_schedule
 from jaxsched.machines import RP_UNLIMITED, rp_limits
 from jaxsched.problem.generate import generate_region, generate_regions
 from jaxsched.problem.padded import pad_region, padded_shape
+from jaxsched.tune import stack_params, sweep
 from jaxsched.verify import verify
 
 # Tight registers so that both passes have work (gfx906's 256 VGPRs rarely bind on small
@@ -89,6 +90,17 @@ def test_vmap_over_params_equals_separate_calls(regions, prob):
         one = jax.jit(solve)(prob, params, key)
         chex.assert_trees_all_equal(_unstack(many, k), one)
         _check_solution(regions, one)
+    # `jaxsched.tune.sweep` is this vmap with a summary: the same solutions, its sums, its best,
+    # and the same again for the same key.
+    out = sweep(prob, stack_params(settings), key, config=CONFIG)
+    chex.assert_trees_all_equal(out.solutions, jax.device_get(many))
+    real = np.asarray(prob.real)
+    np.testing.assert_array_equal(out.occupancy, np.asarray(many.occupancy)[:, real].sum(1))
+    np.testing.assert_array_equal(out.length, np.asarray(many.length)[:, real].sum(1))
+    best = min(range(3), key=lambda k: (-out.occupancy[k], out.length[k]))
+    assert out.best == best
+    again = sweep(prob, stack_params(settings), key, config=CONFIG)
+    chex.assert_trees_all_equal(again.solutions, out.solutions)
 
 
 def test_no_retracing_across_regions_and_params(regions):
