@@ -175,6 +175,17 @@ def test_top_advantages_learn_from_the_best_ants_only():
     assert (top[0] < 0).sum() == 1 and top[0, 1] < 0 and not top[1].any()
 
 
+def test_cli_advantage_choices_are_the_library_s():
+    from jaxsched.cli.main import build_parser
+    from jaxsched.tune.train import ADVANTAGES
+
+    tune = next(
+        a for a in build_parser()._subparsers._group_actions[0].choices["tune"]._actions
+        if a.dest == "advantage"
+    )  # fmt: skip
+    assert tuple(tune.choices) == ADVANTAGES
+
+
 def test_batches_of_a_bucket_share_one_shape():
     """A training step compiles once per bucket: every batch of a bucket has the bucket's
     joined shape, also when one region needs more successors than the canonical 8."""

@@ -38,6 +38,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="train on regions of at most N instructions (default 128; validation uses all)",
     )  # fmt: skip
     p.add_argument("--learning-rate", type=float, default=0.05, help="Adam's peak rate (0.05)")
+    # `jaxsched.tune.train.ADVANTAGES`, spelled out so that building the parser imports no
+    # jax/optax (tests/test_tune.py checks that the two agree)
     p.add_argument(
         "--advantage", choices=("loo", "standardized", "top"), default="standardized",
         help="advantages: leave-one-out (unbiased), standardized per region (default), or "
