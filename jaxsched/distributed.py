@@ -5,7 +5,8 @@
 * `owner`: the deterministic split of a region file: region ``k`` (its position among all
   regions of all input files) belongs to process ``k % P``. Results are keyed by region name
   and content, so a resumed run may use any number of processes;
-* `allgather_json`: host data (plans, records) from every process, in process order;
+* `allgather_json` / `barrier`: host data (plans, records) from every process, in process
+  order, through the runtime's key-value store (no device collective, no time limit);
 * `PeerWatch`: a heartbeat thread through the distributed runtime's key-value store, so a lost
   process stops the others with a clear message instead of a hang in a collective;
 * `device_slice`: inside `jax.shard_map`, this device's part of an array every device computed
@@ -17,15 +18,14 @@ in the same order.
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 import time
 from collections.abc import Callable
 
 import jax
-import numpy as np
 from jax import lax
-from jax.experimental import multihost_utils
 
 #: Default seconds without a heartbeat after which a peer process counts as lost.
 DEFAULT_PEER_TIMEOUT = 60.0
@@ -67,17 +67,77 @@ def device_slice(x: jax.Array, axis: str, dim: int = 0) -> jax.Array:
 
 
 def allgather_json(value: object) -> list:
-    """``value`` (JSON-serialisable) of every process, in process order (collective)."""
+    """``value`` (JSON-serialisable) of every process, in process order (collective).
+
+    The values go through the distributed runtime's key-value store, not a device collective:
+    a process may reach the call any time after the others (a slow start, a long compile, an
+    exact search) without a collective's first-use timeout (gloo gives up on a peer after
+    30 s). A lost process stops the wait through `PeerWatch` or the runtime's heartbeat."""
     if jax.process_count() == 1:
         return [json.loads(json.dumps(value))]
-    data = np.frombuffer(json.dumps(value).encode(), np.uint8)
-    sizes = multihost_utils.process_allgather(np.array([data.size], np.int64), tiled=True)
-    # Power-of-two buffers: few distinct shapes, so few compilations of the gather.
-    cap = 1 << int(max(int(sizes.max()), 1) - 1).bit_length()
-    buf = np.zeros(cap, np.uint8)
-    buf[: data.size] = data
-    rows = multihost_utils.process_allgather(buf)
-    return [json.loads(rows[p, : int(n)].tobytes()) for p, n in enumerate(sizes)]
+    client = _client()
+    me, count, n = jax.process_index(), jax.process_count(), next(_ROUNDS)
+    client.key_value_set_bytes(f"jaxsched/gather/{n}/{me}", json.dumps(value).encode())
+    values = [json.loads(_wait_get(client, f"jaxsched/gather/{n}/{p}")) for p in range(count)]
+    # Every process has now written round n, so every process has read round n - 1.
+    if n > 0:
+        client.key_value_delete(f"jaxsched/gather/{n - 1}/{me}")
+    return values
+
+
+def barrier() -> None:
+    """Wait until every process reaches its matching call (collective; no time limit).
+
+    Call it before the first run of a sharded executable: the collectives' transport (gloo
+    on CPUs) connects the processes on first use and gives up after 30 s, so processes must
+    arrive together, not one compile apart."""
+    if jax.process_count() > 1:
+        allgather_json(None)
+
+
+def leave(timeout: float = 10.0) -> None:
+    """Before leaving without the runtime's shutdown (``os._exit`` after an error): mark this
+    process as leaving; process 0, which hosts the key-value store, first waits up to
+    ``timeout`` seconds for every other process's mark (an error every process saw, such as a
+    bad input file, reaches them all at once), so it does not take the store away from a
+    process still reading its last gathering."""
+    if jax.process_count() == 1:
+        return
+    client, me = _client(), jax.process_index()
+    try:
+        client.key_value_set("jaxsched/leaving/" + str(me), "1", allow_overwrite=True)
+        if me != 0:
+            return
+        end = time.monotonic() + timeout
+        for p in range(1, jax.process_count()):
+            left_ms = int(max(0.0, end - time.monotonic()) * 1000)
+            client.blocking_key_value_get(f"jaxsched/leaving/{p}", max(1, left_ms))
+        time.sleep(0.5)  # their exits, after their marks
+    except Exception:  # a peer or the store is gone, or the wait ran out: leave anyway
+        pass
+
+
+#: Rounds of `allgather_json` in this process (the same sequence on every process).
+_ROUNDS = itertools.count()
+#: Milliseconds of one blocking read of the store (a wait is a loop of them).
+_READ_MS = 10_000
+
+
+def _client():
+    from jax._src import distributed  # the runtime client (no public accessor)
+
+    return distributed.global_state.client
+
+
+def _wait_get(client, key: str) -> bytes:
+    """The store's value of ``key`` once some process sets it (releases the GIL meanwhile,
+    so `PeerWatch` keeps beating)."""
+    while True:
+        try:
+            return client.blocking_key_value_get_bytes(key, _READ_MS)
+        except Exception as e:
+            if "DEADLINE_EXCEEDED" not in str(e):
+                raise
 
 
 class PeerWatch:
@@ -107,9 +167,7 @@ class PeerWatch:
             self._thread.join()
 
     def _beat(self) -> None:
-        from jax._src import distributed  # the runtime client (no public accessor)
-
-        client = distributed.global_state.client
+        client = _client()
         me, count = jax.process_index(), jax.process_count()
         heard = {p: (None, time.monotonic()) for p in range(count) if p != me}
         beat = 0

@@ -4,7 +4,9 @@ through gloo, 2 forced CPU devices each: one global mesh of 4 devices).
 * the two-process output has every region exactly once, equal to the single-process output;
 * a bad region is reported by both processes (only its owner reads it);
 * killing one process stops the other with a clear message, and ``--resume`` (one process)
-  completes the run with nothing lost.
+  completes the run with nothing lost;
+* a process that reaches the gatherings and the first device call 35 s after the other (a slow
+  start, a long compile) does not stop the run: gloo gives up on a first connection after 30 s.
 
 Every process is bounded by a timeout; the compilation cache is shared by the runs of this
 module, so the later runs mostly reuse the first ones' executables.
@@ -29,6 +31,31 @@ SETTINGS = ["--ants", "128", "--iterations", "6", "--no-filters", "--seed", "1",
 #: Batches (results do not depend on them): 8 regions per call on one device, 2 per device on
 #: 4 devices; a resumed run with 8 regions left then reuses the single-process executables.
 ONE, TWO = ["--max-batch", "8"], ["--max-batch", "2"]
+
+
+#: ``python -c LATE SECONDS ARGS...``: the CLI, late by SECONDS at its first gathering and
+#: before its first compile (as a process that starts or compiles slowly on a loaded host).
+LATE = """
+import sys, time
+from jaxsched.cli import cluster, main
+from jaxsched.colony import sharding
+
+late = float(sys.argv.pop(1))
+
+def slow(f):
+    first = [True]
+
+    def g(*a, **k):
+        if first.pop() if first else False:
+            time.sleep(late)
+        return f(*a, **k)
+
+    return g
+
+cluster.Cluster.load = slow(cluster.Cluster.load)
+sharding.ShardedCalls.compile = slow(sharding.ShardedCalls.compile)
+sys.exit(main.main(sys.argv[1:]))
+"""
 
 
 @pytest.fixture(scope="module")
@@ -56,13 +83,18 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_two(work: Path, args: list[str], peer_timeout: float) -> list[subprocess.Popen]:
+def start_two(
+    work: Path, args: list[str], peer_timeout: float, late: float = 0.0
+) -> list[subprocess.Popen]:
+    """Both processes of a run; process 1 ``late`` seconds late at its first gathering and
+    before its first compile (`LATE`)."""
     port = free_port()
     procs = []
     for i in range(2):
         cluster = ["--coordinator", f"127.0.0.1:{port}", "--num-processes", "2"]
         cluster += ["--process-id", str(i), "--peer-timeout", str(peer_timeout)]
-        cmd = [sys.executable, "-m", "jaxsched", "schedule", *args, *cluster]
+        start = ["-c", LATE, str(late)] if i == 1 and late else ["-m", "jaxsched"]
+        cmd = [sys.executable, *start, "schedule", *args, *cluster]
         procs.append(
             subprocess.Popen(
                 cmd,
@@ -118,6 +150,15 @@ def test_two_processes_equal_one(work, reference):
     assert sum(sum(r["iterations"]) for r in recs) > 0
     assert stdout1 == ""  # only process 0 reports (and writes)
     assert not (work / "two.jsonl.partial").exists()
+
+
+@pytest.mark.slow
+def test_a_late_process_does_not_stop_the_run(work, reference):
+    out = work / "late.jsonl"
+    args = [str(work / "regions.jsonl"), *SETTINGS, *TWO, "--out", str(out)]
+    (rc0, _, err0), (rc1, _, err1) = finish(start_two(work, args, 30, late=35))
+    assert (rc0, rc1) == (0, 0), err0[-2000:] + err1[-2000:]
+    assert records(out) == reference
 
 
 def test_a_bad_region_stops_both_processes(work):

@@ -239,14 +239,18 @@ def run(args: argparse.Namespace) -> int:
             code = _run(args, cluster)
             cluster.gather(None)  # nobody leaves while process 0 writes
         except Exception as e:
-            # Leave at once: the runtime's exit barrier would wait for the other processes,
-            # which stop through their own watch. A collective that failed because a peer
-            # went away is that peer's loss, not a bug.
+            # Leave without the runtime's exit barrier, which would wait for the other
+            # processes (they stop through their own watch). A collective that failed because
+            # a peer went away is that peer's loss, not a bug.
             gone = peer_gone(e)
             if gone is not None:
                 code = cluster.report_lost(f"another process was lost ({gone})", args.out)
             else:
+                from jaxsched.distributed import leave
+
                 code = report_error("schedule", e, debug=args.debug)
+                sys.stderr.flush()
+                leave()  # process 0 hosts the store the others may still be reading
             sys.stderr.flush()
             os._exit(code)
     return code

@@ -37,7 +37,7 @@ from jaxsched.colony.memory import batch_cap, choose_batch
 from jaxsched.colony.params import ColonyConfig, ColonyParams
 from jaxsched.colony.problem import ColonyProblem
 from jaxsched.compilation import COMPILED
-from jaxsched.distributed import allgather_json
+from jaxsched.distributed import allgather_json, barrier
 from jaxsched.errors import InputError
 from jaxsched.problem.padded import PaddedShape
 from jaxsched.problem.region import Region
@@ -236,6 +236,9 @@ class ShardedCalls:
         COMPILED.compiled(_solution, {"mesh": self.mesh}, state, prob, _host(params))
 
     def init(self, prob: ColonyProblem, params: ColonyParams, key: jax.Array):
+        # The processes start the call's collectives together (each compiled it at its own
+        # pace): the transport connects them on first use with a 30 s limit.
+        barrier()
         static, kd = self._init_args(key)
         return COMPILED(_init, static, prob, _host(params), kd)
 
