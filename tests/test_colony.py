@@ -100,6 +100,28 @@ def test_results_do_not_depend_on_the_rest_of_the_call(mixed_regions):
     assert any(t.iterations != (0, 0) for t in together)  # the colony ran
 
 
+def test_chunks_follow_the_call_time_and_never_change_results(mixed_regions, monkeypatch):
+    # Chunks of iterations double only while a call takes under CHUNK_SECONDS (timed from
+    # dispatch to the call's end, not dispatch alone); the results never depend on them.
+    regs = [r for r in mixed_regions if 17 <= len(r) <= 32][:3]
+    runs = []
+    for limit in (0.0, float("inf")):  # every call "slow", every call "fast"
+        monkeypatch.setattr(host, "CHUNK_SECONDS", limit)
+        beats: list[int] = []
+        res = jaxsched.schedule(
+            regs, MACHINE, seed=5, filters=False, patience_scale=100.0,  # every iteration
+            on_iteration=lambda _, d, b=beats: b.append(d), **SMALL,
+        )  # fmt: skip
+        runs.append((np.diff([0, *beats]).tolist(), res))
+    (slow, res_slow), (fast, res_fast) = runs
+    cap = 2 * SMALL["max_iterations"]
+    assert len(slow) > 1 and slow == [1] * len(slow)
+    assert len(fast) > 1 and fast == [min(2**k, cap) for k in range(len(fast))]
+    for region, a, b in zip(regs, res_slow, res_fast, strict=True):
+        assert (a.order, a.history, a.iterations) == (b.order, b.history, b.iterations)
+        _check(region, a)
+
+
 def test_no_recompilation_within_a_bucket():
     cache = CompileCache()
     regs = [generate_region(s, n) for s, n in [(1, 20), (2, 25), (3, 30)]]

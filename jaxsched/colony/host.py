@@ -303,12 +303,15 @@ def to_result(region: Region, machine: Machine, sol: Solution, b: int, exact, se
     )
 
 
+#: Seconds of one device call below which `solve_batch` doubles its chunk of iterations.
+CHUNK_SECONDS = 1.0
+
+
 class _LocalCalls:
     """The device calls of `solve_batch` on the default device (`sharding.ShardedCalls` on a
     mesh): ``init`` and ``run`` return (state, flag), ``finished(flag)`` is True when every
-    region of the batch is done."""
-
-    adaptive = True
+    region of the batch is done, ``slowest(seconds)`` is the time of the last call that sets
+    the next chunk (this process's own)."""
 
     def __init__(self, config: ColonyConfig) -> None:
         self.static = {"config": config}
@@ -334,6 +337,9 @@ class _LocalCalls:
 
     def finished(self, phase: jax.Array) -> bool:
         return bool((np.asarray(phase) == DONE).all())
+
+    def slowest(self, seconds: float) -> float:
+        return seconds
 
     def solution(self, state, prob, params) -> Solution:
         return jax.device_get(COMPILED(_solution_jit, {}, state, prob, params))
@@ -383,9 +389,11 @@ def solve_batch(
 ) -> Solution:
     """`jaxsched.colony.solve` driven from the host in chunks of iterations (same result),
     so long batches report progress: ``on_iteration(iterations done)`` after each chunk.
-    Chunks double while a call takes under a second (always, with several processes).
-    ``meanwhile()`` runs once on the host while the device runs the first chunk (`schedule`
-    prepares the next batch there), or at once when no iteration runs.
+    Chunks double while a call takes under `CHUNK_SECONDS` (the slowest process's time, with
+    several): calls stay short, so devices that finish their rows early wait at the call's
+    closing collective for seconds, not minutes (XLA:CPU aborts the process when a device
+    waits there over 40 s). ``meanwhile()`` runs once on the host while the device runs the
+    first chunk (`schedule` prepares the next batch there), or at once when no iteration runs.
 
     With a ``placement`` (`jaxsched.colony.sharding`), ``prob`` is this process's part of the
     batch (or that part already placed on the mesh), and the result is this process's part
@@ -394,8 +402,8 @@ def solve_batch(
     prob = calls.prepare(prob)
     state, flag = calls.init(prob, params, key)
     chunk, done = 1, 0
-    # A batch whose passes were all skipped (bounds met) needs no iteration.
-    while not calls.finished(flag):
+    finished = calls.finished(flag)  # a batch whose passes were all skipped (bounds met)
+    while not finished:
         if done > 2 * config.max_iterations + 2:  # cannot happen: each pass is capped
             raise RuntimeError("colony: passes did not end within their iteration caps")
         t0 = time.perf_counter()
@@ -405,10 +413,11 @@ def solve_batch(
             meanwhile()
             t0 += time.perf_counter() - m0
             meanwhile = None
+        finished = calls.finished(flag)  # waits for the chunk
         done += chunk
         if on_iteration is not None:
             on_iteration(done)
-        if not calls.adaptive or time.perf_counter() - t0 < 1.0:
+        if calls.slowest(time.perf_counter() - t0) < CHUNK_SECONDS:
             chunk = min(2 * chunk, 2 * config.max_iterations)
     if meanwhile is not None:  # no iteration ran: the host work still has to happen
         meanwhile()

@@ -202,13 +202,13 @@ def local_rows(tree):
 
 class ShardedCalls:
     """The device calls of `jaxsched.colony.host.solve_batch` for a `Placement` (collective:
-    every process makes the same calls; ``adaptive`` is False with several processes, so chunk
-    sizes never depend on one process's clock). ``init`` and ``run`` return (state, flag);
-    ``finished(flag)`` is True when every region of the call is done, on every process."""
+    every process makes the same calls). ``init`` and ``run`` return (state, flag);
+    ``finished(flag)`` is True when every region of the call is done, on every process;
+    ``slowest(seconds)`` is the longest of the processes' times for the last call, so every
+    process picks the same next chunk."""
 
     def __init__(self, config: ColonyConfig, place: Placement) -> None:
         self.config, self.mesh = config, place.mesh
-        self.adaptive = jax.process_count() == 1
 
     def prepare(self, prob: ColonyProblem) -> ColonyProblem:
         """This process's part of the batch as a global array over the mesh (a problem
@@ -248,6 +248,9 @@ class ShardedCalls:
 
     def finished(self, flag: jax.Array) -> bool:
         return bool(np.asarray(flag.addressable_data(0)))
+
+    def slowest(self, seconds: float) -> float:
+        return max(allgather_json(seconds))
 
     def solution(self, state, prob, params) -> Solution:
         return local_rows(COMPILED(_solution, {"mesh": self.mesh}, state, prob, _host(params)))
