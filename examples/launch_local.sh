@@ -7,7 +7,10 @@ set -u
 P=${1:?usage: launch_local.sh PROCESSES FILE... [options]}
 shift
 PORT=${PORT:-12345}
-export XLA_FLAGS="${XLA_FLAGS:---xla_force_host_platform_device_count=2}"
+# XLA:CPU stops a process whose device waits over 40 s for its other devices at a collective;
+# a long iteration on shared cores can take that long, so the limit is raised to an hour.
+export XLA_FLAGS="${XLA_FLAGS:---xla_force_host_platform_device_count=2 \
+--xla_cpu_collective_call_terminate_timeout_seconds=3600}"
 run() {
   jaxsched schedule "$@" --coordinator "127.0.0.1:$PORT" --num-processes "$P" --process-id "$i"
 }

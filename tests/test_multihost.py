@@ -66,9 +66,11 @@ def work(tmp_path_factory) -> Path:
     return d
 
 
-def env(work: Path) -> dict:
+def env(work: Path, cache: bool = True) -> dict:
     e = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2")
     e["JAXSCHED_CACHE_DIR"] = str(work / "xla")
+    if not cache:
+        del e["JAXSCHED_CACHE_DIR"]
     return e
 
 
@@ -84,10 +86,10 @@ def free_port() -> int:
 
 
 def start_two(
-    work: Path, args: list[str], peer_timeout: float, late: float = 0.0
+    work: Path, args: list[str], peer_timeout: float, late: float = 0.0, cache: bool = True
 ) -> list[subprocess.Popen]:
     """Both processes of a run; process 1 ``late`` seconds late at its first gathering and
-    before its first compile (`LATE`)."""
+    before its first compile (`LATE`); ``cache``: the module's compilation cache."""
     port = free_port()
     procs = []
     for i in range(2):
@@ -101,7 +103,7 @@ def start_two(
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
-                env=env(work),
+                env=env(work, cache),
             )
         )
     return procs
@@ -166,7 +168,9 @@ def test_a_bad_region_stops_both_processes(work):
     lines[2] = '{"name": "broken"'  # region 2 belongs to process 0
     bad = work / "bad.jsonl"
     bad.write_text("\n".join(lines) + "\n")
-    results = finish(start_two(work, [str(bad), *SETTINGS], 30), timeout=120)
+    # No JAXSCHED_CACHE_DIR, as for a user: nothing may start a backend before the processes
+    # join (the CLI once asked for the backend to pick a default cache directory).
+    results = finish(start_two(work, [str(bad), *SETTINGS], 30, cache=False), timeout=120)
     for rc, _, err in results:
         assert rc == 2, err[-2000:]
         assert f"{bad}:3" in err.strip().splitlines()[-1]
