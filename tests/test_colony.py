@@ -14,7 +14,7 @@ from conftest import shuffled
 
 import jaxsched
 from jaxsched import colony
-from jaxsched.colony import construct, host
+from jaxsched.colony import construct, engine, host
 from jaxsched.colony.params import ColonyConfig, default_params
 from jaxsched.compilation import CompileCache
 from jaxsched.errors import InputError
@@ -106,7 +106,7 @@ def test_chunks_follow_the_call_time_and_never_change_results(mixed_regions, mon
     regs = [r for r in mixed_regions if 17 <= len(r) <= 32][:3]
     runs = []
     for limit in (0.0, float("inf")):  # every call "slow", every call "fast"
-        monkeypatch.setattr(host, "CHUNK_SECONDS", limit)
+        monkeypatch.setattr(engine, "CHUNK_SECONDS", limit)
         beats: list[int] = []
         res = jaxsched.schedule(
             regs, MACHINE, seed=5, filters=False, patience_scale=100.0,  # every iteration

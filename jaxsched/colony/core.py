@@ -26,16 +26,15 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from jaxsched.colony import rules
 from jaxsched.colony.construct import BIG
 from jaxsched.colony.iteration import PassState, iterate, running, start_pass
-from jaxsched.colony.params import ColonyConfig, ColonyParams, no_improvement_limit
-from jaxsched.colony.problem import STARTS, ColonyProblem
+from jaxsched.colony.params import ColonyConfig, ColonyParams
+from jaxsched.colony.problem import ColonyProblem
+from jaxsched.colony.rules import COLONY, COLONY_RP, EXACT, LIST_TARGET  # noqa: F401
 from jaxsched.heuristics.list_scheduler import stall_schedule, target_schedule
-from jaxsched.machines.model import occupancy_jax, rp_cost_jax, rp_limits
+from jaxsched.machines.model import rp_limits
 
-#: Candidate indices (see `SOURCES`): the starts, then the colony's two passes.
-LIST_TARGET, EXACT = STARTS.index("list-target"), STARTS.index("exact")
-COLONY_RP, COLONY = len(STARTS), len(STARTS) + 1
 #: `ColonyState.phase` values.
 RP_PASS, ILP_PASS, DONE = 0, 1, 2
 
@@ -123,19 +122,6 @@ def _select(mask: jnp.ndarray, new, old):
     return jax.tree.map(sel, new, old)
 
 
-def _lex_argmin(primary: jnp.ndarray, secondary: jnp.ndarray, ok: jnp.ndarray) -> jnp.ndarray:
-    """Index of the smallest (primary, secondary, index) among ``ok`` (1-D, some True)."""
-    p = jnp.where(ok, primary, BIG)
-    s = jnp.where(ok & (p == p.min()), secondary, BIG)
-    idx = jnp.arange(primary.shape[0], dtype=jnp.int32)
-    return jnp.where(ok & (p == p.min()) & (s == s.min()), idx, primary.shape[0]).min()
-
-
-def _start_costs(p: ColonyProblem) -> jnp.ndarray:
-    """int32[S]: RP cost of each start of one region."""
-    return rp_cost_jax(p.start_peak, p.machine.lut, p.machine.target_occupancy)
-
-
 def _starts(p: ColonyProblem, s: ColonyState) -> Schedule:
     """The starts of one region ([S] leading axis), "list-target" as recomputed."""
     return Schedule(
@@ -156,31 +142,26 @@ def _retarget(p: ColonyProblem, cost: jnp.ndarray, feasible: jnp.ndarray) -> Sch
 
 def _init_region(p: ColonyProblem, key: jax.Array, params: ColonyParams, config: ColonyConfig):
     """One region's state: the RP pass from the best allowed start by (RP cost, length)."""
-    cost = _start_costs(p)
-    s1 = _lex_argmin(cost, p.start_length, p.start_allowed)
-    rp = start_pass(
-        timed=False,
-        skip=~p.real | p.proven | (cost[s1] <= p.rp_lower_bound),
-        order=p.start_order[s1],
-        cost=cost[s1],
-        peak=p.start_peak[s1],
-        stalls=jnp.int32(0),
-        stall_budget=jnp.float32(1.0),
-        lower_bound=p.rp_lower_bound,
-        rp_target=jnp.int32(BIG),
-        patience=no_improvement_limit(p.prep.n, params.patience_scale),
-        key=jax.random.fold_in(key, 1),
+    s1, start = rules.rp_pass_start(
+        start_order=p.start_order,
+        start_peak=p.start_peak,
+        start_length=p.start_length,
+        start_allowed=p.start_allowed,
+        rp_lower_bound=p.rp_lower_bound,
+        real=p.real,
+        proven=p.proven,
+        n=p.prep.n,
+        lut=p.machine.lut,
+        target=p.machine.target_occupancy,
         params=params,
-        config=config,
+        xp=jnp,
     )
-    # Until the RP pass ends its summary is no candidate (cost and length BIG).
-    big = jnp.int32(BIG)
-    summary = PassSummary(rp.best_order, big, rp.best_peak, big, jnp.int32(0), *rp[-3:])
+    rp = start_pass(**start._asdict(), key=jax.random.fold_in(key, 1), params=params, config=config)
     return ColonyState(
         phase=jnp.int32(RP_PASS),
         key=key,
         current=rp,
-        rp=summary,
+        rp=_summary(rp, jnp.int32(BIG), jnp.int32(BIG), jnp.int32(0)),
         retarget=Schedule(
             p.start_order[LIST_TARGET], p.start_peak[LIST_TARGET], p.start_length[LIST_TARGET]
         ),
@@ -190,55 +171,56 @@ def _init_region(p: ColonyProblem, key: jax.Array, params: ColonyParams, config:
     )
 
 
+def _summary(ps: PassState, cost, length, iterations) -> PassSummary:
+    """The summary of an RP pass (until it ends: cost and length BIG, no candidate)."""
+    return PassSummary(
+        order=ps.best_order,
+        cost=cost,
+        peak=ps.best_peak,
+        length=length,
+        iterations=iterations,
+        history_best=ps.history_best,
+        history_winner=ps.history_winner,
+        history_alive=ps.history_alive,
+    )
+
+
 def _start_ilp(p: ColonyProblem, s: ColonyState, params: ColonyParams, config: ColonyConfig):
-    """One region after its RP pass: the ILP pass from the shortest candidate meeting the RP
-    pass's cost, with the stall budget ``G = min(start stalls, floor(1.2 max(LB, CP+1)) - n)``."""
+    """One region after its RP pass: the ILP pass (`rules.ilp_pass_start`) from the starts,
+    "list-target" recomputed at the RP pass's cost, and the RP pass's best."""
     done = s.current
     target = done.best_cost
     s = s._replace(retarget=_retarget(p, target, done.best_order))
     starts = _starts(p, s)
     _, rp_len = stall_schedule(p.dev, done.best_order, p.machine.issue_width)
-    orders = jnp.concatenate([starts.order, done.best_order[None]])
-    peaks = jnp.concatenate([starts.peak, done.best_peak[None]])
-    length = jnp.concatenate([starts.length, rp_len[None]])
-    cost = rp_cost_jax(peaks, p.machine.lut, p.machine.target_occupancy)
-    ok = jnp.concatenate([p.start_allowed, jnp.array([True])]) & (cost <= target)
-    s2 = _lex_argmin(length, jnp.zeros_like(length), ok)
-    s2_len = length[s2]
-    exact_ok = target == p.exact_rp_cost
-    len_lb = jnp.where(
-        exact_ok, jnp.maximum(s.length_lower_bound, p.exact_length_bound), s.length_lower_bound
-    )
-    n, iw = p.prep.n, p.machine.issue_width
-    ideal = (n + iw - 1) // iw
-    g = jnp.floor(params.stall_budget_factor * jnp.maximum(len_lb, p.critical_path + 1)) - n
-    close = jnp.minimum(params.cycle_threshold, params.cycle_threshold_fraction * len_lb)
-    skip = ~p.real | p.proven | (s2_len <= len_lb) | (s2_len - len_lb <= close)
-    ilp = start_pass(
-        timed=True,
-        skip=skip,
-        order=orders[s2],
-        cost=s2_len,
-        peak=peaks[s2],
-        stalls=jnp.maximum(s2_len - ideal, 0),
-        stall_budget=jnp.minimum(s2_len - ideal, g).astype(jnp.float32),
-        lower_bound=len_lb,
+    choice = rules.ilp_pass_start(
+        orders=jnp.concatenate([starts.order, done.best_order[None]]),
+        peaks=jnp.concatenate([starts.peak, done.best_peak[None]]),
+        lengths=jnp.concatenate([starts.length, rp_len[None]]),
+        allowed=jnp.concatenate([p.start_allowed, jnp.array([True])]),
         rp_target=target,
-        patience=no_improvement_limit(n, params.patience_scale),
-        key=jax.random.fold_in(s.key, 2),
+        length_lower_bound=s.length_lower_bound,
+        exact_rp_cost=p.exact_rp_cost,
+        exact_length_bound=p.exact_length_bound,
+        critical_path=p.critical_path,
+        real=p.real,
+        proven=p.proven,
+        n=p.prep.n,
+        issue_width=p.machine.issue_width,
+        lut=p.machine.lut,
+        target=p.machine.target_occupancy,
         params=params,
-        config=config,
+        xp=jnp,
     )
-    summary = PassSummary(
-        done.best_order, target, done.best_peak, rp_len, done.iteration, *done[-3:]
-    )
+    key = jax.random.fold_in(s.key, 2)
+    ilp = start_pass(**choice.pass_start._asdict(), key=key, params=params, config=config)
     return s._replace(
         phase=jnp.int32(ILP_PASS),
         current=ilp,
-        rp=summary,
-        start=s.start.at[1].set(s2),
-        start_length=s2_len,
-        length_lower_bound=len_lb,
+        rp=_summary(done, target, rp_len, done.iteration),
+        start=s.start.at[1].set(choice.start),
+        start_length=choice.start_length,
+        length_lower_bound=choice.length_lower_bound,
     )
 
 
@@ -336,35 +318,26 @@ def _candidates(s: ColonyState, p: ColonyProblem):
     return orders, peaks, lengths
 
 
-def _pick(s: ColonyState, p: ColonyProblem, params: ColonyParams, cost, occ, length, allowed):
-    """Index of the result among the candidates (see the module docstring): the ILP pass's
-    best if shorter than its start within the RP target, else that start; the revert filter;
-    the exact schedule when better or proven; never worse than the input order."""
-    colony_ok = (length[COLONY] < s.start_length) & (cost[COLONY] <= s.rp.cost)
-    pick = jnp.where(colony_ok, COLONY, s.start[1])
-    # Revert filter: a small occupancy gain bought with many cycles keeps the shortest start.
-    shortest = _lex_argmin(length, cost, allowed & (jnp.arange(cost.shape[0]) < EXACT))
-    gain = occ[COLONY] - occ[shortest]
-    loss = length[COLONY] - length[shortest]
-    revert = (gain > 0) & (gain <= params.occ_gain) & (loss > params.max_len_loss)
-    pick = jnp.where((pick == COLONY) & revert, shortest, pick)
-
-    def better(a, b):
-        return (cost[a] < cost[b]) | ((cost[a] == cost[b]) & (length[a] < length[b]))
-
-    pick = jnp.where(allowed[EXACT] & (better(EXACT, pick) | p.proven), EXACT, pick)
-    return jnp.where(better(0, pick), 0, pick)
-
-
 def _solution_region(p: ColonyProblem, s: ColonyState, params: ColonyParams) -> Solution:
     orders, peaks, lengths = _candidates(s, p)
     lut, target = p.machine.lut, p.machine.target_occupancy
-    cost = rp_cost_jax(peaks, lut, target)
-    occ = occupancy_jax(peaks, lut)
+    cost = rules.rp_costs(peaks, lut, target, jnp)
+    occ = rules.occupancies(peaks, lut, jnp)
     allowed = jnp.concatenate([p.start_allowed, jnp.array([True, True])])
-    pick = _pick(s, p, params, cost, occ, lengths, allowed)
+    pick = rules.pick_result(
+        cost=cost,
+        occupancy=occ,
+        length=lengths,
+        allowed=allowed,
+        ilp_start=s.start[1],
+        ilp_start_length=s.start_length,
+        rp_target=s.rp.cost,
+        proven=p.proven,
+        params=params,
+        xp=jnp,
+    )
     cycles, length = stall_schedule(p.dev, orders[pick], p.machine.issue_width)
-    heur = _lex_argmin(cost, lengths, allowed & (jnp.arange(cost.shape[0]) < EXACT))
+    heur = rules.heuristic_pick(cost, lengths, allowed, jnp)
     proven = p.proven & (pick == EXACT)
     ilp = s.current
     return Solution(

@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsched.colony import dispatch, sharding
+from jaxsched.colony import dispatch, engine, sharding
 from jaxsched.colony.core import DONE, Solution, default_config, init, run, solution
 from jaxsched.colony.memory import (
     DEFAULT_MEMORY_BUDGET,
@@ -303,10 +303,6 @@ def to_result(region: Region, machine: Machine, sol: Solution, b: int, exact, se
     )
 
 
-#: Seconds of one device call below which `solve_batch` doubles its chunk of iterations.
-CHUNK_SECONDS = 1.0
-
-
 class _LocalCalls:
     """The device calls of `solve_batch` on the default device (`sharding.ShardedCalls` on a
     mesh): ``init`` and ``run`` return (state, flag), ``finished(flag)`` is True when every
@@ -389,7 +385,7 @@ def solve_batch(
 ) -> Solution:
     """`jaxsched.colony.solve` driven from the host in chunks of iterations (same result),
     so long batches report progress: ``on_iteration(iterations done)`` after each chunk.
-    Chunks double while a call takes under `CHUNK_SECONDS` (the slowest process's time, with
+    Chunks double while a call takes under `engine.CHUNK_SECONDS` (the slowest process's time, with
     several): calls stay short, so devices that finish their rows early wait at the call's
     closing collective for seconds, not minutes (XLA:CPU aborts the process when a device
     waits there over 40 s). ``meanwhile()`` runs once on the host while the device runs the
@@ -417,7 +413,7 @@ def solve_batch(
         done += chunk
         if on_iteration is not None:
             on_iteration(done)
-        if calls.slowest(time.perf_counter() - t0) < CHUNK_SECONDS:
+        if calls.slowest(time.perf_counter() - t0) < engine.CHUNK_SECONDS:
             chunk = min(2 * chunk, 2 * config.max_iterations)
     if meanwhile is not None:  # no iteration ran: the host work still has to happen
         meanwhile()
@@ -464,6 +460,10 @@ def schedule(
     ensure_persistent_cache()
     key = seed if isinstance(seed, jax.Array) else jax.random.key(int(seed))
     exact = _run_exact(regions, machine, options)
+    if options.devices is None and jax.process_count() == 1:
+        return _schedule_local(
+            regions, machine, key, config, params, options, exact, progress, on_iteration
+        )
     results: list[Result | None] = [None] * len(regions)
     plan = _plan(regions, machine, config, options)
     ready = {}
@@ -486,6 +486,57 @@ def schedule(
         if progress is not None:
             progress(list(idxs), [results[i] for i in idxs])
     return results  # type: ignore[return-value]
+
+
+def _schedule_local(
+    regions, machine, key, config, params, options, exact, progress, on_iteration
+) -> list[Result]:
+    """`schedule` on the default device: `engine.drive` over the groups of `group_regions`
+    (decisions on the host, a pool of passes per group on the device)."""
+    groups = group_regions(regions, machine, config, options)
+    host = engine.Host(machine, params, config)
+    results: list[Result | None] = [None] * len(regions)
+    m_dev, p_dev = machine.arrays(), params
+
+    def run_of(cfg: ColonyConfig) -> engine._Run:
+        return engine._Run(machine=m_dev, params=p_dev, key=key, config=cfg)
+
+    def on_done(job: engine.Job, compile_s: float, run_s: float) -> None:
+        i = job.index
+        r = to_result(job.region, machine, job.solution, 0, exact.get(i), (compile_s, run_s))
+        results[i] = r
+        if progress is not None:
+            progress([i], [r])
+
+    plan = []
+    for (_, cfg), (idxs, shape) in sorted(groups.items(), key=lambda g: (g[0][0], -g[0][1].ants)):
+        jobs = _jobs(regions, idxs, machine, shape, options, exact)
+        cap = batch_cap(shape, cfg, options.memory_budget, options.max_batch)
+        plan.append(engine.Group(config=cfg, cap=cap, jobs=jobs))
+    beat = None
+    if on_iteration is not None:
+        beat = on_iteration
+    engine.drive(plan, host, run_of, on_done=on_done, on_iteration=beat)
+    return results  # type: ignore[return-value]
+
+
+def _jobs(regions, idxs, machine, shape, options, exact) -> list[engine.Job]:
+    """The engine's jobs of one group: each region's problem on the host (NumPy)."""
+    prob = problem(
+        [regions[i] for i in idxs],
+        machine,
+        shape=shape,
+        starts=options.starts,
+        exact=[exact.get(i) for i in idxs],
+    )
+    prob = jax.device_get(prob)
+    return [engine.Job(index=i, region=regions[i], prob=_row(prob, b)) for b, i in enumerate(idxs)]
+
+
+def _row(prob: ColonyProblem, b: int) -> ColonyProblem:
+    """Region ``b`` of a host problem (the machine stays as it is)."""
+    rows = jax.tree.map(lambda x: x[b], prob._replace(machine=None))
+    return rows._replace(machine=prob.machine)
 
 
 #: Buckets `warmup` compiles by default (regions of up to 1,024 instructions).

@@ -250,12 +250,13 @@ def pass_params(params: ColonyParams, timed: jnp.ndarray) -> ColonyParams:
     return params._replace(**{k: one(getattr(params, k)) for k in names})
 
 
-def no_improvement_limit(n: jnp.ndarray, scale: jnp.ndarray = 1.0) -> jnp.ndarray:
+def no_improvement_limit(n: jnp.ndarray, scale: jnp.ndarray = 1.0, *, xp=jnp) -> jnp.ndarray:
     """int32[...]: iterations without improvement before a pass stops: ``scale`` times 1, 2,
-    3, 3 for n < 50, < 100, < 1000 and larger, rounded, at least 1 (traceable)."""
-    n = jnp.asarray(n)
-    base = jnp.where(n < 50, 1, jnp.where(n < 100, 2, 3)).astype(jnp.float32)
-    return jnp.maximum(jnp.round(base * scale), 1).astype(jnp.int32)
+    3, 3 for n < 50, < 100, < 1000 and larger, rounded, at least 1 (traceable; ``xp=numpy``
+    on the host)."""
+    n = xp.asarray(n)
+    base = xp.where(n < 50, 1, xp.where(n < 100, 2, 3)).astype(xp.float32)
+    return xp.maximum(xp.round(base * xp.asarray(scale, xp.float32)), 1).astype(xp.int32)
 
 
 #: Effort levels (`effort_settings`): ants x4, patience x2, iteration cap x2 per level.

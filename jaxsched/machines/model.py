@@ -178,8 +178,8 @@ def rp_limits(lut: jnp.ndarray, target_occupancy: jnp.ndarray, cost: jnp.ndarray
     return jnp.where(ok[:, T - 1], RP_UNLIMITED, last).astype(jnp.int32)
 
 
-def occupancy_jax(peaks: jnp.ndarray, lut: jnp.ndarray) -> jnp.ndarray:
-    """Occupancy under jit.
+def occupancy_jax(peaks: jnp.ndarray, lut: jnp.ndarray, *, xp=jnp) -> jnp.ndarray:
+    """Occupancy under jit (``xp=numpy``: the same on NumPy arrays, on the host).
 
     Args:
       peaks: int[..., F] per-file peak RP.
@@ -188,11 +188,11 @@ def occupancy_jax(peaks: jnp.ndarray, lut: jnp.ndarray) -> jnp.ndarray:
       int32[...] occupancy (min over files).
     """
     t = lut.shape[-1]
-    idx = jnp.clip(peaks, 0, t - 1)
-    per_file = jnp.take_along_axis(
-        jnp.broadcast_to(lut, (*idx.shape[:-1], *lut.shape)), idx[..., None], axis=-1
+    idx = xp.clip(peaks, 0, t - 1)
+    per_file = xp.take_along_axis(
+        xp.broadcast_to(lut, (*idx.shape[:-1], *lut.shape)), idx[..., None], axis=-1
     )[..., 0]
-    return jnp.min(per_file, axis=-1)
+    return xp.min(per_file, axis=-1)
 
 
 def aprp_jax(peaks: jnp.ndarray, aprp_lut: jnp.ndarray) -> jnp.ndarray:
@@ -202,9 +202,12 @@ def aprp_jax(peaks: jnp.ndarray, aprp_lut: jnp.ndarray) -> jnp.ndarray:
     return jnp.stack([aprp_lut[f][idx[..., f]] for f in range(aprp_lut.shape[0])], axis=-1)
 
 
-def rp_cost_jax(peaks: jnp.ndarray, lut: jnp.ndarray, target: jnp.ndarray | int) -> jnp.ndarray:
-    """RP cost ``max(0, target - occupancy(peaks))`` under jit; int32[...]."""
-    return jnp.maximum(0, target - occupancy_jax(peaks, lut))
+def rp_cost_jax(
+    peaks: jnp.ndarray, lut: jnp.ndarray, target: jnp.ndarray | int, *, xp=jnp
+) -> jnp.ndarray:
+    """RP cost ``max(0, target - occupancy(peaks))`` under jit (``xp=numpy``: on the host);
+    int32[...]."""
+    return xp.maximum(0, target - occupancy_jax(peaks, lut, xp=xp)).astype(xp.int32)
 
 
 def _gfx906_vgpr_steps() -> tuple[tuple[int, int], ...]:

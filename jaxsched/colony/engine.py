@@ -1,0 +1,512 @@
+"""The host driver of `schedule` on one device: decide on the host, iterate on the device.
+
+A region goes through its two passes as in the device core (`core`), with the decisions
+between passes (`rules`) taken on the host:
+
+* its RP pass starts from its best start; a pass that cannot improve (its start meets the
+  pass's bound, or an exact start is proven) is skipped, so a region whose passes are both
+  skipped is settled on the host and never reaches the device;
+* the passes that run share a *pool* of slots per bucket shape: one compiled executable
+  (`advance`) starts the passes the host puts into free slots and iterates every running pass
+  until one of them ends; the host then starts the region's ILP pass in the same slot, or
+  finishes the region and refills the slot with the next one. No slot waits for the slowest
+  region of a batch, and no list scheduler is compiled into the device program.
+
+Results are those of `core.solve` for the same key (region b's stream is keyed by its
+fingerprint; a pass's iterations by its pass number), whatever the pool's composition.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from jaxsched.colony import rules
+from jaxsched.colony.construct import Prepared
+from jaxsched.colony.core import Schedule, Solution
+from jaxsched.colony.iteration import PassState, iterate, running, start_pass
+from jaxsched.colony.memory import choose_batch
+from jaxsched.colony.params import ColonyConfig, ColonyParams
+from jaxsched.colony.problem import ColonyProblem
+from jaxsched.compilation import COMPILED
+from jaxsched.heuristics.list_scheduler import issue_cycles
+from jaxsched.machines.model import Machine, MachineArrays, rp_limits
+from jaxsched.problem.region import Region
+
+#: Seconds of one device call below which the pool doubles its iteration chunk.
+CHUNK_SECONDS = 1.0
+
+
+# ------------------------------------------------------------------------------ device
+class SlotFill(NamedTuple):
+    """Passes the host starts in a pool's slots (leading axis S)."""
+
+    start: rules.PassStart  # [S, ...]: each slot's pass start (ignored where not ``fill``)
+    ids: jnp.ndarray  # uint32[S]: the slot's region fingerprint
+    pass_no: jnp.ndarray  # int32[S]: 1 (RP pass) or 2 (ILP pass): the pass's key is
+    #                       fold_in(fold_in(key, id), pass_no), as in `core`
+    fill: jnp.ndarray  # bool[S]: start this pass in the slot now
+
+
+def advance(
+    passes: PassState,
+    prep: Prepared,
+    machine: MachineArrays,
+    params: ColonyParams,
+    key: jax.Array,
+    fill: SlotFill,
+    steps: jnp.ndarray,
+    *,
+    config: ColonyConfig,
+) -> tuple[PassState, jnp.ndarray]:
+    """Start the passes of ``fill``, then iterate every running pass (all of the pool's slots
+    at once) up to ``steps`` times, stopping early once a pass that was running ends.
+    Returns (passes, bool[S] running)."""
+
+    def start(fs: rules.PassStart, fp: jnp.ndarray, no: jnp.ndarray) -> PassState:
+        k = jax.random.fold_in(jax.random.fold_in(key, fp), no)
+        return start_pass(**fs._asdict(), key=k, params=params, config=config)
+
+    def refill(ps: PassState) -> PassState:
+        new = jax.vmap(start)(fill.start, fill.ids, fill.pass_no)
+        return _select(fill.fill, new, ps)
+
+    passes = lax.cond(fill.fill.any(), refill, lambda ps: ps, passes)
+    live_at_start = _running(passes, config)
+
+    def cond(carry):
+        ps, k = carry
+        live = _running(ps, config)
+        return (k < steps) & live.any() & (live == live_at_start).all()
+
+    def body(carry):
+        ps, k = carry
+        live = _running(ps, config)
+        num_steps = jnp.max(jnp.where(live, prep.n, 0))
+
+        def one(p: Prepared, s: PassState, active: jnp.ndarray) -> PassState:
+            return iterate(
+                s, p, machine, params, num_steps,
+                config=config, batch_axis="regions", active=active,
+            )  # fmt: skip
+
+        new = jax.vmap(one, axis_name="regions")(prep, ps, live)
+        return _select(live, new, ps), k + 1
+
+    passes, _ = lax.while_loop(cond, body, (passes, jnp.int32(0)))
+    return passes, _running(passes, config)
+
+
+def _running(passes: PassState, config: ColonyConfig) -> jnp.ndarray:
+    return jax.vmap(partial(running, config=config))(passes)
+
+
+def _select(mask: jnp.ndarray, new, old):
+    def sel(a, b):
+        return jnp.where(mask.reshape(mask.shape + (1,) * (a.ndim - 1)), a, b)
+
+    return jax.tree.map(sel, new, old)
+
+
+_advance_jit = jax.jit(advance, static_argnames=("config",), donate_argnames=("passes",))
+
+
+# ------------------------------------------------------------------------------ host
+class PassResult(NamedTuple):
+    """A finished pass of one region, read back from the device (NumPy)."""
+
+    order: np.ndarray  # int32[N]: best order, sentinel N
+    cost: np.ndarray  # int32[]: its RP cost (RP pass) or length (ILP pass)
+    peak: np.ndarray  # int32[F]
+    iterations: np.ndarray  # int32[]
+    history_best: np.ndarray  # int32[I]
+    history_winner: np.ndarray  # int32[I]
+    history_alive: np.ndarray  # int32[I]
+
+
+def _skipped(start: rules.PassStart, iterations_cap: int) -> PassResult:
+    """The result of a pass that did not run: its start, no iterations, empty history."""
+    hist = np.full(iterations_cap, -1, np.int32)
+    return PassResult(
+        order=np.asarray(start.order, np.int32),
+        cost=np.asarray(start.cost, np.int32),
+        peak=np.asarray(start.peak, np.int32),
+        iterations=np.int32(0),
+        history_best=hist,
+        history_winner=hist,
+        history_alive=hist,
+    )
+
+
+@dataclasses.dataclass
+class Job:
+    """One region's way through the engine (host state)."""
+
+    index: int  # position in the caller's list
+    region: Region
+    prob: ColonyProblem  # NumPy, no batch axis
+    phase: int = 0  # 0: RP pass, 1: ILP pass, 2: done
+    s1: int = 0  # the RP pass's start
+    rp: PassResult | None = None
+    retarget: Schedule | None = None  # "list-target" at the RP pass's cost
+    rp_length: int = 0  # the RP pass's best issued in order
+    ilp: rules.IlpChoice | None = None
+    solution: Solution | None = None  # batch of one, NumPy
+
+
+class Host:
+    """The host side of one run: machine and parameters as NumPy, the per-region decisions."""
+
+    def __init__(self, machine: Machine, params: ColonyParams, config: ColonyConfig) -> None:
+        self.machine = machine
+        self.arrays = jax.tree.map(np.asarray, machine.arrays())
+        self.params = jax.tree.map(np.asarray, params)
+        self.config = config
+
+    def rp_start(self, job: Job) -> rules.PassStart:
+        p, m = job.prob, self.arrays
+        s1, start = rules.rp_pass_start(
+            start_order=p.start_order,
+            start_peak=p.start_peak,
+            start_length=p.start_length,
+            start_allowed=p.start_allowed,
+            rp_lower_bound=p.rp_lower_bound,
+            real=p.real,
+            proven=p.proven,
+            n=p.prep.n,
+            lut=m.lut,
+            target=m.target_occupancy,
+            params=self.params,
+            xp=np,
+        )
+        job.s1 = int(s1)
+        return start
+
+    def ilp_start(self, job: Job, rp: PassResult) -> rules.PassStart:
+        """The ILP pass after the RP pass ``rp`` (`rules.ilp_pass_start`)."""
+        p, m = job.prob, self.arrays
+        job.rp, job.phase = rp, 1
+        job.retarget = self.retarget(job, rp.cost, rp.order)
+        starts = _starts(p, job.retarget)
+        rp_len = self.length(job, rp.order)
+        job.ilp = rules.ilp_pass_start(
+            orders=np.concatenate([starts.order, rp.order[None]]),
+            peaks=np.concatenate([starts.peak, rp.peak[None]]),
+            lengths=np.concatenate([starts.length, np.int32([rp_len])]),
+            allowed=np.concatenate([p.start_allowed, [True]]),
+            rp_target=rp.cost,
+            length_lower_bound=p.length_lower_bound,
+            exact_rp_cost=p.exact_rp_cost,
+            exact_length_bound=p.exact_length_bound,
+            critical_path=p.critical_path,
+            real=p.real,
+            proven=p.proven,
+            n=p.prep.n,
+            issue_width=m.issue_width,
+            lut=m.lut,
+            target=m.target_occupancy,
+            params=self.params,
+            xp=np,
+        )
+        job.rp_length = rp_len
+        return job.ilp.pass_start
+
+    def length(self, job: Job, order: np.ndarray) -> int:
+        """The length of ``order`` (int32[N], sentinel N) issued in order."""
+        n = len(job.region)
+        cycles = issue_cycles(job.region, order[:n], self.machine.issue_width)
+        return int(cycles.max()) + 1 if n else 0
+
+    def retarget(self, job: Job, cost, feasible: np.ndarray) -> Schedule:
+        """The list schedule under the RP limits of ``cost`` (`target_schedule`)."""
+        m = self.arrays
+        limit = rp_limits(m.lut, m.target_occupancy, cost)
+        order, peak = _target_schedule(job.prob.dev, m, limit, feasible)
+        return Schedule(order=order, peak=peak, length=np.int32(self.length(job, order)))
+
+    def finish(self, job: Job, ilp: PassResult) -> Solution:
+        """The region's result (`rules.pick_result` among its candidates), batch of one."""
+        p, m = job.prob, self.arrays
+        starts = _starts(p, job.retarget)
+        ilp_len = self.length(job, ilp.order)
+        orders = np.concatenate([starts.order, job.rp.order[None], ilp.order[None]])
+        peaks = np.concatenate([starts.peak, job.rp.peak[None], ilp.peak[None]])
+        lengths = np.concatenate([starts.length, np.int32([job.rp_length, ilp_len])])
+        cost = rules.rp_costs(peaks, m.lut, m.target_occupancy, np)
+        occ = rules.occupancies(peaks, m.lut, np)
+        allowed = np.concatenate([p.start_allowed, [True, True]])
+        pick = int(
+            rules.pick_result(
+                cost=cost,
+                occupancy=occ,
+                length=lengths,
+                allowed=allowed,
+                ilp_start=job.ilp.start,
+                ilp_start_length=job.ilp.start_length,
+                rp_target=job.rp.cost,
+                proven=p.proven,
+                params=self.params,
+                xp=np,
+            )
+        )
+        n = len(job.region)
+        cycles = np.zeros(orders.shape[1], np.int32)
+        cycles[:n] = issue_cycles(job.region, orders[pick, :n], self.machine.issue_width)
+        length = np.int32(cycles[:n].max() + 1 if n else 0)
+        heur = int(rules.heuristic_pick(cost, lengths, allowed, np))
+        proven = bool(p.proven) and pick == rules.EXACT
+        len_lb = job.ilp.length_lower_bound
+        sol = Solution(
+            order=orders[pick],
+            cycles=cycles,
+            length=length,
+            peak=peaks[pick],
+            rp_cost=cost[pick],
+            occupancy=occ[pick],
+            source=np.int32(pick),
+            iterations=np.int32([job.rp.iterations, ilp.iterations]),
+            history_best=np.stack([job.rp.history_best, ilp.history_best]),
+            history_winner=np.stack([job.rp.history_winner, ilp.history_winner]),
+            history_alive=np.stack([job.rp.history_alive, ilp.history_alive]),
+            rp_lower_bound=p.rp_lower_bound,
+            length_lower_bound=len_lb,
+            heuristic_length=lengths[heur],
+            heuristic_occupancy=occ[heur],
+            optimal_rp=np.bool_(cost[pick] <= p.rp_lower_bound or proven),
+            optimal_length=np.bool_(length <= len_lb or proven),
+        )
+        job.phase, job.solution = 2, jax.tree.map(lambda x: np.asarray(x)[None], sol)
+        return job.solution
+
+
+def _starts(p: ColonyProblem, retarget: Schedule) -> Schedule:
+    """The starts of one region ([S] leading axis), "list-target" as recomputed (NumPy)."""
+    order, peak, length = p.start_order.copy(), p.start_peak.copy(), p.start_length.copy()
+    order[rules.LIST_TARGET] = retarget.order
+    peak[rules.LIST_TARGET] = retarget.peak
+    length[rules.LIST_TARGET] = retarget.length
+    return Schedule(order=order, peak=peak, length=length)
+
+
+@jax.jit
+def _target_schedule_device(dev, machine, limit, feasible):
+    from jaxsched.heuristics.list_scheduler import target_schedule
+
+    ls = target_schedule(
+        dev, machine.lut, limit, machine.target_occupancy, feasible, machine.issue_width
+    )
+    return ls.order, ls.peak
+
+
+def _target_schedule(dev, machine, limit, feasible) -> tuple[np.ndarray, np.ndarray]:
+    out = COMPILED(_target_schedule_device, {}, dev, machine, limit, feasible)
+    return tuple(np.asarray(x) for x in out)
+
+
+# ------------------------------------------------------------------------------ the pool
+def _read_passes(passes: PassState, slots: list[int]) -> list[PassResult]:
+    """The best-so-far of the passes in ``slots`` (one device read)."""
+    keep = ("best_order", "best_cost", "best_peak", "iteration", *PassResult._fields[4:])
+    host = jax.device_get({k: getattr(passes, k) for k in keep})
+    return [
+        PassResult(
+            order=host["best_order"][s],
+            cost=host["best_cost"][s],
+            peak=host["best_peak"][s],
+            iterations=host["iteration"][s],
+            history_best=host["history_best"][s],
+            history_winner=host["history_winner"][s],
+            history_alive=host["history_alive"][s],
+        )
+        for s in slots
+    ]
+
+
+class Pool:
+    """The slots of one bucket shape and config on the default device, and their executable."""
+
+    def __init__(self, size: int, jobs: Sequence[Job], config: ColonyConfig, run: _Run) -> None:
+        self.size, self.config, self.run = size, config, run
+        self.jobs: list[Job | None] = [None] * size
+        template = jobs[0].prob.prep
+        self.prep_host = jax.tree.map(lambda x: np.repeat(np.asarray(x)[None], size, 0), template)
+        self.prep: Prepared | None = None
+        self.passes = _empty_passes(size, jobs[0].prob, config, run)
+        empty = _skipped_start(jobs[0].prob)
+        self.fill = SlotFill(
+            start=jax.tree.map(lambda x: np.repeat(np.asarray(x)[None], size, 0), empty),
+            ids=np.zeros(size, np.uint32),
+            pass_no=np.ones(size, np.int32),
+            fill=np.zeros(size, bool),
+        )
+        self.compile_seconds = 0.0
+
+    def free(self) -> list[int]:
+        return [s for s, j in enumerate(self.jobs) if j is None]
+
+    def busy(self) -> bool:
+        return any(j is not None for j in self.jobs)
+
+    def put(self, slot: int, job: Job, start: rules.PassStart, pass_no: int) -> None:
+        """Start ``job``'s pass ``pass_no`` (1: RP, 2: ILP) in ``slot`` at the next call."""
+        if self.jobs[slot] is not job:
+            for name, arr in zip(Prepared._fields, self.prep_host, strict=True):
+                arr[slot] = getattr(job.prob.prep, name)
+            self.prep = None
+        self.jobs[slot] = job
+        for arr, value in zip(self.fill.start, start, strict=True):
+            arr[slot] = value
+        self.fill.ids[slot] = job.prob.ids
+        self.fill.pass_no[slot] = pass_no
+        self.fill.fill[slot] = True
+
+    def call(self, steps: int) -> list[tuple[int, PassResult]]:
+        """Run the executable; returns (slot, result) for every pass that ended."""
+        # Copies (jnp.array), never views: the host edits its arrays while the device runs.
+        if self.prep is None:
+            self.prep = jax.tree.map(jnp.array, self.prep_host)
+        fill = jax.tree.map(jnp.array, self.fill)
+        self.fill.fill[:] = False
+        exe, dt = self.run.compiled(self.passes, self.prep, fill)
+        self.compile_seconds += dt
+        self.passes, live = exe(
+            self.passes, self.prep, self.run.machine, self.run.params, self.run.key,
+            fill, jnp.int32(steps),
+        )  # fmt: skip
+        live = np.asarray(live)
+        ended = [s for s, j in enumerate(self.jobs) if j is not None and not live[s]]
+        return list(zip(ended, _read_passes(self.passes, ended), strict=True))
+
+
+class _Run(NamedTuple):
+    """What every pool call of a run shares."""
+
+    machine: MachineArrays  # on device
+    params: ColonyParams  # on device
+    key: jax.Array
+    config: ColonyConfig
+
+    def compiled(self, passes, prep, fill):
+        static = {"config": self.config}
+        args = (passes, prep, self.machine, self.params, self.key, fill, jnp.int32(1))
+        return COMPILED.compiled(_advance_jit, static, *args)
+
+
+def _skipped_start(p: ColonyProblem) -> rules.PassStart:
+    """A placeholder pass start of the problem's shapes (never run: ``skip``)."""
+    return rules.PassStart(
+        timed=np.bool_(False),
+        skip=np.bool_(True),
+        order=np.asarray(p.start_order[0]),
+        cost=np.int32(0),
+        peak=np.asarray(p.start_peak[0]),
+        stalls=np.int32(0),
+        stall_budget=np.float32(1.0),
+        lower_bound=np.int32(0),
+        rp_target=np.int32(rules.BIG),
+        patience=np.int32(1),
+    )
+
+
+def _empty_passes(size: int, p: ColonyProblem, config: ColonyConfig, run: _Run) -> PassState:
+    """Pass states of ``size`` idle slots (zeros: never running)."""
+    one = jax.eval_shape(
+        lambda s, k: start_pass(**s._asdict(), key=k, params=run.params, config=config),
+        _skipped_start(p),
+        run.key,
+    )
+
+    def zeros(x):
+        if jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
+            data = jnp.zeros((size, *jax.random.key_data(run.key).shape), jnp.uint32)
+            return jax.random.wrap_key_data(data, impl=jax.random.key_impl(run.key))
+        return jnp.zeros((size, *x.shape), x.dtype)
+
+    return jax.tree.map(zeros, one)
+
+
+# ------------------------------------------------------------------------------ driver
+class Group(NamedTuple):
+    """Regions of one bucket shape and config: their jobs and the largest pool that fits."""
+
+    config: ColonyConfig
+    cap: int  # most slots (memory budget)
+    jobs: list[Job]
+
+
+def drive(
+    groups: Sequence[Group],
+    host: Host,
+    run_of: Callable[[ColonyConfig], _Run],
+    *,
+    on_done: Callable[[Job, float, float], None],
+    on_iteration: Callable[[int, int], None] | None = None,
+) -> None:
+    """Take every job through its passes: host decisions, then a pool per group for the
+    passes that run (`choose_batch` slots for its open regions, at most ``cap``).
+    ``on_done(job, compile_seconds, run_seconds)`` as each region finishes."""
+    for group in groups:
+        queue = deque()
+        for job in group.jobs:
+            start, pass_no = _first_pass(host, job)
+            if start is None:
+                on_done(job, 0.0, 0.0)
+            else:
+                queue.append((job, start, pass_no))
+        if queue:
+            size = choose_batch(len(queue), group.cap)
+            pool = Pool(size, [j for j, _, _ in queue], group.config, run_of(group.config))
+            _run_pool(pool, queue, host, on_done, on_iteration)
+
+
+def _run_pool(pool: Pool, queue: deque, host: Host, on_done, on_iteration) -> None:
+    """Fill free slots from ``queue`` and call the pool until every pass has ended."""
+    chunk, done, t_pool = 1, 0, time.perf_counter()
+    max_chunk = 2 * pool.config.max_iterations
+    while queue or pool.busy():
+        for slot in pool.free()[: len(queue)]:
+            pool.put(slot, *queue.popleft())
+        t0 = time.perf_counter()
+        ended = pool.call(chunk)
+        done += chunk
+        if on_iteration is not None:
+            on_iteration(sum(j is not None for j in pool.jobs), done)
+        for slot, result in ended:
+            job = pool.jobs[slot]
+            start = _next_pass(host, job, result)
+            if start is None:
+                pool.jobs[slot] = None
+                on_done(job, pool.compile_seconds, time.perf_counter() - t_pool)
+            else:
+                pool.put(slot, job, start, 2)
+        if time.perf_counter() - t0 < CHUNK_SECONDS:
+            chunk = min(2 * chunk, max_chunk)
+
+
+def _first_pass(host: Host, job: Job) -> tuple[rules.PassStart | None, int]:
+    """The first pass of ``job`` that runs (1: RP, 2: ILP), or None when both are skipped
+    (then ``job`` is finished)."""
+    start = host.rp_start(job)
+    if not start.skip:
+        return start, 1
+    return _next_pass(host, job, _skipped(start, host.config.max_iterations)), 2
+
+
+def _next_pass(host: Host, job: Job, result: PassResult) -> rules.PassStart | None:
+    """After a pass: the ILP pass's start, or None when the region is finished."""
+    if job.phase == 0:
+        start = host.ilp_start(job, result)
+        if not start.skip:
+            return start
+        result = _skipped(start, host.config.max_iterations)
+    host.finish(job, result)
+    return None

@@ -1,0 +1,194 @@
+"""The colony's decisions around its passes, as array functions of NumPy or `jax.numpy`.
+
+Which start a pass begins from, whether it runs at all, and which candidate a region returns
+are the same rules whether they run inside the device core (`core`, ``xp = jax.numpy`` on
+traced arrays, under `vmap`) or on the host between device calls (`engine`, ``xp = numpy``).
+Each function takes one region (no batch axis) and the array namespace ``xp``; the schedules
+they compare (list schedules, greedy timings) are computed by the caller on its own side.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any, NamedTuple
+
+from jaxsched.colony.construct import BIG
+from jaxsched.colony.params import ColonyParams, no_improvement_limit
+from jaxsched.colony.problem import STARTS
+from jaxsched.machines.model import occupancy_jax, rp_cost_jax
+
+Array = Any  # a NumPy or JAX array
+#: Candidate indices (see `problem.SOURCES`): the starts, then the colony's two passes.
+LIST_TARGET, EXACT = STARTS.index("list-target"), STARTS.index("exact")
+COLONY_RP, COLONY = len(STARTS), len(STARTS) + 1
+
+
+class PassStart(NamedTuple):
+    """How a pass of one region starts (`iteration.start_pass` builds its state from this)."""
+
+    timed: Array  # bool[]: ILP pass (True) or RP pass (False)
+    skip: Array  # bool[]: the pass does not run (its start is final)
+    order: Array  # int32[N]: the starting order, sentinel N after n
+    cost: Array  # int32[]: its cost in the pass (RP cost, or length in the ILP pass)
+    peak: Array  # int32[F]: its peak RP per file
+    stalls: Array  # int32[]: its stall cycles
+    stall_budget: Array  # f32[]: G (1 in the RP pass)
+    lower_bound: Array  # int32[]: the pass ends when its best cost reaches this
+    rp_target: Array  # int32[]: RP cost an ant must not exceed (BIG in the RP pass)
+    patience: Array  # int32[]: iterations without improvement before the pass ends
+
+
+class IlpChoice(NamedTuple):
+    """The ILP pass of one region, chosen once its RP pass has ended."""
+
+    start: Array  # int32[]: the candidate it starts from (index into the candidates)
+    start_length: Array  # int32[]: that candidate's length
+    length_lower_bound: Array  # int32[]: the length bound, tightened by a proven exact one
+    pass_start: PassStart
+
+
+def lex_argmin(primary: Array, secondary: Array, ok: Array, xp: ModuleType) -> Array:
+    """Index of the smallest (primary, secondary, index) among ``ok`` (1-D, some True)."""
+    p = xp.where(ok, primary, BIG)
+    s = xp.where(ok & (p == p.min()), secondary, BIG)
+    idx = xp.arange(primary.shape[0], dtype=xp.int32)
+    return xp.where(ok & (p == p.min()) & (s == s.min()), idx, primary.shape[0]).min()
+
+
+def rp_costs(peaks: Array, lut: Array, target: Array, xp: ModuleType) -> Array:
+    """int32[...]: the RP cost of per-file peaks (int32[..., F])."""
+    return rp_cost_jax(peaks, lut, target, xp=xp)
+
+
+def rp_pass_start(
+    *,
+    start_order: Array,
+    start_peak: Array,
+    start_length: Array,
+    start_allowed: Array,
+    rp_lower_bound: Array,
+    real: Array,
+    proven: Array,
+    n: Array,
+    lut: Array,
+    target: Array,
+    params: ColonyParams,
+    xp: ModuleType,
+) -> tuple[Array, PassStart]:
+    """(start index, RP pass start): the best allowed start by (RP cost, length); the pass is
+    skipped for padding, a proven exact start, or a start meeting the RP cost bound.
+    ``start_*``: [S, ...] per start (`problem.STARTS`)."""
+    cost = rp_costs(start_peak, lut, target, xp)
+    s1 = lex_argmin(cost, start_length, start_allowed, xp)
+    return s1, PassStart(
+        timed=xp.asarray(False),
+        skip=~real | proven | (cost[s1] <= rp_lower_bound),
+        order=start_order[s1],
+        cost=cost[s1].astype(xp.int32),
+        peak=start_peak[s1],
+        stalls=xp.asarray(0, xp.int32),
+        stall_budget=xp.asarray(1.0, xp.float32),
+        lower_bound=xp.asarray(rp_lower_bound, xp.int32),
+        rp_target=xp.asarray(BIG, xp.int32),
+        patience=no_improvement_limit(n, params.patience_scale, xp=xp),
+    )
+
+
+def ilp_pass_start(
+    *,
+    orders: Array,
+    peaks: Array,
+    lengths: Array,
+    allowed: Array,
+    rp_target: Array,
+    length_lower_bound: Array,
+    exact_rp_cost: Array,
+    exact_length_bound: Array,
+    critical_path: Array,
+    real: Array,
+    proven: Array,
+    n: Array,
+    issue_width: Array,
+    lut: Array,
+    target: Array,
+    params: ColonyParams,
+    xp: ModuleType,
+) -> IlpChoice:
+    """The ILP pass after the RP pass reached RP cost ``rp_target``: it starts from the
+    shortest allowed candidate within that cost (``orders`` [C, N], ``peaks`` [C, F],
+    ``lengths`` [C] issued in order: the starts with "list-target" recomputed at
+    ``rp_target``, then the RP pass's best), with the stall budget
+    ``G = min(start stalls, floor(1.2 max(LB, CP+1)) - n)``. It is skipped when the start meets
+    the length bound or is within the cycle threshold of it."""
+    cost = rp_costs(peaks, lut, target, xp)
+    ok = allowed & (cost <= rp_target)
+    s2 = lex_argmin(lengths, xp.zeros_like(lengths), ok, xp)
+    s2_len = lengths[s2]
+    len_lb = xp.where(
+        rp_target == exact_rp_cost,
+        xp.maximum(length_lower_bound, exact_length_bound),
+        length_lower_bound,
+    )
+    ideal = (n + issue_width - 1) // issue_width
+    f32 = xp.float32  # explicit: NumPy would compute float32 x int32 in float64
+    span = xp.maximum(len_lb, critical_path + 1).astype(f32)
+    g = xp.floor(params.stall_budget_factor * span) - xp.asarray(n).astype(f32)
+    close = xp.minimum(params.cycle_threshold, params.cycle_threshold_fraction * len_lb.astype(f32))
+    start = PassStart(
+        timed=xp.asarray(True),
+        skip=~real | proven | (s2_len <= len_lb) | (s2_len - len_lb <= close),
+        order=orders[s2],
+        cost=s2_len,
+        peak=peaks[s2],
+        stalls=xp.maximum(s2_len - ideal, 0),
+        stall_budget=xp.minimum(s2_len - ideal, g).astype(xp.float32),
+        lower_bound=len_lb,
+        rp_target=xp.asarray(rp_target, xp.int32),
+        patience=no_improvement_limit(n, params.patience_scale, xp=xp),
+    )
+    return IlpChoice(start=s2, start_length=s2_len, length_lower_bound=len_lb, pass_start=start)
+
+
+def pick_result(
+    *,
+    cost: Array,
+    occupancy: Array,
+    length: Array,
+    allowed: Array,
+    ilp_start: Array,
+    ilp_start_length: Array,
+    rp_target: Array,
+    proven: Array,
+    params: ColonyParams,
+    xp: ModuleType,
+) -> Array:
+    """Index of a region's result among its candidates (`problem.SOURCES`: the starts, the RP
+    pass's best, the ILP pass's best; ``cost``, ``occupancy``, ``length``, ``allowed`` [C]):
+    the ILP pass's best if shorter than its start within the RP target, else that start; the
+    revert filter (a small occupancy gain bought with many cycles keeps the shortest start);
+    the exact schedule when better or proven; never worse than the input order."""
+    colony_ok = (length[COLONY] < ilp_start_length) & (cost[COLONY] <= rp_target)
+    pick = xp.where(colony_ok, COLONY, ilp_start)
+    starts = allowed & (xp.arange(cost.shape[0]) < EXACT)
+    shortest = lex_argmin(length, cost, starts, xp)
+    gain = occupancy[COLONY] - occupancy[shortest]
+    loss = length[COLONY] - length[shortest]
+    revert = (gain > 0) & (gain <= params.occ_gain) & (loss > params.max_len_loss)
+    pick = xp.where((pick == COLONY) & revert, shortest, pick)
+
+    def better(a, b):
+        return (cost[a] < cost[b]) | ((cost[a] == cost[b]) & (length[a] < length[b]))
+
+    pick = xp.where(allowed[EXACT] & (better(EXACT, pick) | proven), EXACT, pick)
+    return xp.where(better(0, pick), 0, pick)
+
+
+def heuristic_pick(cost: Array, length: Array, allowed: Array, xp: ModuleType) -> Array:
+    """Index of the best start by (RP cost, length), the exact one aside (the "heuristic"
+    a result is compared with)."""
+    return lex_argmin(cost, length, allowed & (xp.arange(cost.shape[0]) < EXACT), xp)
+
+
+def occupancies(peaks: Array, lut: Array, xp: ModuleType) -> Array:
+    """int32[...]: the occupancy of per-file peaks (int32[..., F])."""
+    return occupancy_jax(peaks, lut, xp=xp)
