@@ -142,20 +142,7 @@ def _retarget(p: ColonyProblem, cost: jnp.ndarray, feasible: jnp.ndarray) -> Sch
 
 def _init_region(p: ColonyProblem, key: jax.Array, params: ColonyParams, config: ColonyConfig):
     """One region's state: the RP pass from the best allowed start by (RP cost, length)."""
-    s1, start = rules.rp_pass_start(
-        start_order=p.start_order,
-        start_peak=p.start_peak,
-        start_length=p.start_length,
-        start_allowed=p.start_allowed,
-        rp_lower_bound=p.rp_lower_bound,
-        real=p.real,
-        proven=p.proven,
-        n=p.prep.n,
-        lut=p.machine.lut,
-        target=p.machine.target_occupancy,
-        params=params,
-        xp=jnp,
-    )
+    s1, start = rules.rp_pass_start(p, params, jnp)
     rp = start_pass(**start._asdict(), key=jax.random.fold_in(key, 1), params=params, config=config)
     return ColonyState(
         phase=jnp.int32(RP_PASS),
@@ -193,25 +180,12 @@ def _start_ilp(p: ColonyProblem, s: ColonyState, params: ColonyParams, config: C
     s = s._replace(retarget=_retarget(p, target, done.best_order))
     starts = _starts(p, s)
     _, rp_len = stall_schedule(p.dev, done.best_order, p.machine.issue_width)
-    choice = rules.ilp_pass_start(
-        orders=jnp.concatenate([starts.order, done.best_order[None]]),
-        peaks=jnp.concatenate([starts.peak, done.best_peak[None]]),
-        lengths=jnp.concatenate([starts.length, rp_len[None]]),
-        allowed=jnp.concatenate([p.start_allowed, jnp.array([True])]),
-        rp_target=target,
-        length_lower_bound=s.length_lower_bound,
-        exact_rp_cost=p.exact_rp_cost,
-        exact_length_bound=p.exact_length_bound,
-        critical_path=p.critical_path,
-        real=p.real,
-        proven=p.proven,
-        n=p.prep.n,
-        issue_width=p.machine.issue_width,
-        lut=p.machine.lut,
-        target=p.machine.target_occupancy,
-        params=params,
-        xp=jnp,
+    candidates = (
+        jnp.concatenate([starts.order, done.best_order[None]]),
+        jnp.concatenate([starts.peak, done.best_peak[None]]),
+        jnp.concatenate([starts.length, rp_len[None]]),
     )
+    choice = rules.ilp_pass_start(p, candidates, target, s.length_lower_bound, params, jnp)
     key = jax.random.fold_in(s.key, 2)
     ilp = start_pass(**choice.pass_start._asdict(), key=key, params=params, config=config)
     return s._replace(
@@ -319,27 +293,68 @@ def _candidates(s: ColonyState, p: ColonyProblem):
 
 
 def _solution_region(p: ColonyProblem, s: ColonyState, params: ColonyParams) -> Solution:
-    orders, peaks, lengths = _candidates(s, p)
+    ilp = s.current
+    return region_solution(
+        p,
+        _candidates(s, p),
+        ilp_start=s.start[1],
+        ilp_start_length=s.start_length,
+        rp=s.rp,
+        ilp=PassSummary(
+            order=ilp.best_order,
+            cost=ilp.best_cost,
+            peak=ilp.best_peak,
+            length=jnp.int32(0),
+            iterations=jnp.where(s.phase == DONE, ilp.iteration, 0),
+            history_best=ilp.history_best,
+            history_winner=ilp.history_winner,
+            history_alive=ilp.history_alive,
+        ),
+        length_lower_bound=s.length_lower_bound,
+        params=params,
+        timing=partial(stall_schedule, p.dev, issue_width=p.machine.issue_width),
+        xp=jnp,
+    )
+
+
+def region_solution(
+    p: ColonyProblem,
+    candidates: tuple,
+    *,
+    ilp_start,
+    ilp_start_length,
+    rp: PassSummary,
+    ilp: PassSummary,
+    length_lower_bound,
+    params: ColonyParams,
+    timing,
+    xp,
+) -> Solution:
+    """One region's `Solution` (no batch axis) among its ``candidates`` (orders [C, N], peaks
+    [C, F], lengths [C]: the starts, the RP pass's best, the ILP pass's best; see
+    `rules.pick_result`), its passes' summaries (``ilp.length`` unused), ``timing(order) ->
+    (cycles, length)`` the greedy timing of an order; ``xp``: jax.numpy on device, NumPy on
+    the host (`engine`)."""
+    orders, peaks, lengths = candidates
     lut, target = p.machine.lut, p.machine.target_occupancy
-    cost = rules.rp_costs(peaks, lut, target, jnp)
-    occ = rules.occupancies(peaks, lut, jnp)
-    allowed = jnp.concatenate([p.start_allowed, jnp.array([True, True])])
+    cost = rules.rp_costs(peaks, lut, target, xp)
+    occ = rules.occupancies(peaks, lut, xp)
+    allowed = xp.concatenate([p.start_allowed, xp.asarray([True, True])])
     pick = rules.pick_result(
         cost=cost,
         occupancy=occ,
         length=lengths,
         allowed=allowed,
-        ilp_start=s.start[1],
-        ilp_start_length=s.start_length,
-        rp_target=s.rp.cost,
+        ilp_start=ilp_start,
+        ilp_start_length=ilp_start_length,
+        rp_target=rp.cost,
         proven=p.proven,
         params=params,
-        xp=jnp,
+        xp=xp,
     )
-    cycles, length = stall_schedule(p.dev, orders[pick], p.machine.issue_width)
-    heur = rules.heuristic_pick(cost, lengths, allowed, jnp)
+    cycles, length = timing(orders[pick])
+    heur = rules.heuristic_pick(cost, lengths, allowed, xp)
     proven = p.proven & (pick == EXACT)
-    ilp = s.current
     return Solution(
         order=orders[pick],
         cycles=cycles,
@@ -347,17 +362,17 @@ def _solution_region(p: ColonyProblem, s: ColonyState, params: ColonyParams) -> 
         peak=peaks[pick],
         rp_cost=cost[pick],
         occupancy=occ[pick],
-        source=pick.astype(jnp.int32),
-        iterations=jnp.stack([s.rp.iterations, jnp.where(s.phase == DONE, ilp.iteration, 0)]),
-        history_best=jnp.stack([s.rp.history_best, ilp.history_best]),
-        history_winner=jnp.stack([s.rp.history_winner, ilp.history_winner]),
-        history_alive=jnp.stack([s.rp.history_alive, ilp.history_alive]),
+        source=xp.asarray(pick).astype(xp.int32),
+        iterations=xp.stack([rp.iterations, ilp.iterations]).astype(xp.int32),
+        history_best=xp.stack([rp.history_best, ilp.history_best]),
+        history_winner=xp.stack([rp.history_winner, ilp.history_winner]),
+        history_alive=xp.stack([rp.history_alive, ilp.history_alive]),
         rp_lower_bound=p.rp_lower_bound,
-        length_lower_bound=s.length_lower_bound,
+        length_lower_bound=length_lower_bound,
         heuristic_length=lengths[heur],
         heuristic_occupancy=occ[heur],
         optimal_rp=(cost[pick] <= p.rp_lower_bound) | proven,
-        optimal_length=(length <= s.length_lower_bound) | proven,
+        optimal_length=(length <= length_lower_bound) | proven,
     )
 
 

@@ -32,7 +32,7 @@ from jax import lax
 
 from jaxsched.colony import rules
 from jaxsched.colony.construct import Prepared
-from jaxsched.colony.core import Schedule, Solution
+from jaxsched.colony.core import PassSummary, Schedule, Solution, region_solution
 from jaxsched.colony.iteration import PassState, iterate, running, start_pass
 from jaxsched.colony.memory import choose_batch
 from jaxsched.colony.params import ColonyConfig, ColonyParams
@@ -173,58 +173,31 @@ class Host:
         self.config = config
 
     def rp_start(self, job: Job) -> rules.PassStart:
-        p, m = job.prob, self.arrays
-        s1, start = rules.rp_pass_start(
-            start_order=p.start_order,
-            start_peak=p.start_peak,
-            start_length=p.start_length,
-            start_allowed=p.start_allowed,
-            rp_lower_bound=p.rp_lower_bound,
-            real=p.real,
-            proven=p.proven,
-            n=p.prep.n,
-            lut=m.lut,
-            target=m.target_occupancy,
-            params=self.params,
-            xp=np,
-        )
+        s1, start = rules.rp_pass_start(job.prob, self.params, np)
         job.s1 = int(s1)
         return start
 
     def ilp_start(self, job: Job, rp: PassResult) -> rules.PassStart:
         """The ILP pass after the RP pass ``rp`` (`rules.ilp_pass_start`)."""
-        p, m = job.prob, self.arrays
+        p = job.prob
         job.rp, job.phase = rp, 1
         job.retarget = self.retarget(job, rp.cost, rp.order)
         starts = _starts(p, job.retarget)
         rp_len = self.length(job, rp.order)
+        candidates = (
+            np.concatenate([starts.order, rp.order[None]]),
+            np.concatenate([starts.peak, rp.peak[None]]),
+            np.concatenate([starts.length, np.int32([rp_len])]),
+        )
         job.ilp = rules.ilp_pass_start(
-            orders=np.concatenate([starts.order, rp.order[None]]),
-            peaks=np.concatenate([starts.peak, rp.peak[None]]),
-            lengths=np.concatenate([starts.length, np.int32([rp_len])]),
-            allowed=np.concatenate([p.start_allowed, [True]]),
-            rp_target=rp.cost,
-            length_lower_bound=p.length_lower_bound,
-            exact_rp_cost=p.exact_rp_cost,
-            exact_length_bound=p.exact_length_bound,
-            critical_path=p.critical_path,
-            real=p.real,
-            proven=p.proven,
-            n=p.prep.n,
-            issue_width=m.issue_width,
-            lut=m.lut,
-            target=m.target_occupancy,
-            params=self.params,
-            xp=np,
+            p, candidates, rp.cost, p.length_lower_bound, self.params, np
         )
         job.rp_length = rp_len
         return job.ilp.pass_start
 
     def length(self, job: Job, order: np.ndarray) -> int:
         """The length of ``order`` (int32[N], sentinel N) issued in order."""
-        n = len(job.region)
-        cycles = issue_cycles(job.region, order[:n], self.machine.issue_width)
-        return int(cycles.max()) + 1 if n else 0
+        return int(self.timing(job, order)[1])
 
     def retarget(self, job: Job, cost, feasible: np.ndarray) -> Schedule:
         """The list schedule under the RP limits of ``cost`` (`target_schedule`)."""
@@ -234,58 +207,48 @@ class Host:
         return Schedule(order=order, peak=peak, length=np.int32(self.length(job, order)))
 
     def finish(self, job: Job, ilp: PassResult) -> Solution:
-        """The region's result (`rules.pick_result` among its candidates), batch of one."""
-        p, m = job.prob, self.arrays
+        """The region's result (`core.region_solution`), batch of one."""
+        p = job.prob
         starts = _starts(p, job.retarget)
-        ilp_len = self.length(job, ilp.order)
-        orders = np.concatenate([starts.order, job.rp.order[None], ilp.order[None]])
-        peaks = np.concatenate([starts.peak, job.rp.peak[None], ilp.peak[None]])
-        lengths = np.concatenate([starts.length, np.int32([job.rp_length, ilp_len])])
-        cost = rules.rp_costs(peaks, m.lut, m.target_occupancy, np)
-        occ = rules.occupancies(peaks, m.lut, np)
-        allowed = np.concatenate([p.start_allowed, [True, True]])
-        pick = int(
-            rules.pick_result(
-                cost=cost,
-                occupancy=occ,
-                length=lengths,
-                allowed=allowed,
-                ilp_start=job.ilp.start,
-                ilp_start_length=job.ilp.start_length,
-                rp_target=job.rp.cost,
-                proven=p.proven,
-                params=self.params,
-                xp=np,
-            )
+        candidates = (
+            np.concatenate([starts.order, job.rp.order[None], ilp.order[None]]),
+            np.concatenate([starts.peak, job.rp.peak[None], ilp.peak[None]]),
+            np.concatenate([starts.length, np.int32([job.rp_length, self.length(job, ilp.order)])]),
         )
-        n = len(job.region)
-        cycles = np.zeros(orders.shape[1], np.int32)
-        cycles[:n] = issue_cycles(job.region, orders[pick, :n], self.machine.issue_width)
-        length = np.int32(cycles[:n].max() + 1 if n else 0)
-        heur = int(rules.heuristic_pick(cost, lengths, allowed, np))
-        proven = bool(p.proven) and pick == rules.EXACT
-        len_lb = job.ilp.length_lower_bound
-        sol = Solution(
-            order=orders[pick],
-            cycles=cycles,
-            length=length,
-            peak=peaks[pick],
-            rp_cost=cost[pick],
-            occupancy=occ[pick],
-            source=np.int32(pick),
-            iterations=np.int32([job.rp.iterations, ilp.iterations]),
-            history_best=np.stack([job.rp.history_best, ilp.history_best]),
-            history_winner=np.stack([job.rp.history_winner, ilp.history_winner]),
-            history_alive=np.stack([job.rp.history_alive, ilp.history_alive]),
-            rp_lower_bound=p.rp_lower_bound,
-            length_lower_bound=len_lb,
-            heuristic_length=lengths[heur],
-            heuristic_occupancy=occ[heur],
-            optimal_rp=np.bool_(cost[pick] <= p.rp_lower_bound or proven),
-            optimal_length=np.bool_(length <= len_lb or proven),
+        sol = region_solution(
+            p,
+            candidates,
+            ilp_start=job.ilp.start,
+            ilp_start_length=job.ilp.start_length,
+            rp=_summary(job.rp, job.rp_length),
+            ilp=_summary(ilp, 0),
+            length_lower_bound=job.ilp.length_lower_bound,
+            params=self.params,
+            timing=partial(self.timing, job),
+            xp=np,
         )
         job.phase, job.solution = 2, jax.tree.map(lambda x: np.asarray(x)[None], sol)
         return job.solution
+
+    def timing(self, job: Job, order: np.ndarray) -> tuple[np.ndarray, np.int32]:
+        """(cycles int32[N], length) of ``order`` issued in order (`issue_cycles`)."""
+        n = len(job.region)
+        cycles = np.zeros(order.shape[0], np.int32)
+        cycles[:n] = issue_cycles(job.region, order[:n], self.machine.issue_width)
+        return cycles, np.int32(cycles[:n].max() + 1 if n else 0)
+
+
+def _summary(r: PassResult, length: int) -> PassSummary:
+    return PassSummary(
+        order=r.order,
+        cost=r.cost,
+        peak=r.peak,
+        length=np.int32(length),
+        iterations=r.iterations,
+        history_best=r.history_best,
+        history_winner=r.history_winner,
+        history_alive=r.history_alive,
+    )
 
 
 def _starts(p: ColonyProblem, retarget: Schedule) -> Schedule:

@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 from jaxsched.colony.construct import BIG
 from jaxsched.colony.params import ColonyParams, no_improvement_limit
-from jaxsched.colony.problem import STARTS
+from jaxsched.colony.problem import STARTS, ColonyProblem
 from jaxsched.machines.model import occupancy_jax, rp_cost_jax
 
 Array = Any  # a NumPy or JAX array
@@ -61,87 +61,64 @@ def rp_costs(peaks: Array, lut: Array, target: Array, xp: ModuleType) -> Array:
 
 
 def rp_pass_start(
-    *,
-    start_order: Array,
-    start_peak: Array,
-    start_length: Array,
-    start_allowed: Array,
-    rp_lower_bound: Array,
-    real: Array,
-    proven: Array,
-    n: Array,
-    lut: Array,
-    target: Array,
-    params: ColonyParams,
-    xp: ModuleType,
+    p: ColonyProblem, params: ColonyParams, xp: ModuleType
 ) -> tuple[Array, PassStart]:
-    """(start index, RP pass start): the best allowed start by (RP cost, length); the pass is
-    skipped for padding, a proven exact start, or a start meeting the RP cost bound.
-    ``start_*``: [S, ...] per start (`problem.STARTS`)."""
-    cost = rp_costs(start_peak, lut, target, xp)
-    s1 = lex_argmin(cost, start_length, start_allowed, xp)
+    """(start index, RP pass start) of region ``p``: the best allowed start by (RP cost,
+    length); the pass is skipped for padding, a proven exact start, or a start meeting the RP
+    cost bound."""
+    cost = rp_costs(p.start_peak, p.machine.lut, p.machine.target_occupancy, xp)
+    s1 = lex_argmin(cost, p.start_length, p.start_allowed, xp)
     return s1, PassStart(
         timed=xp.asarray(False),
-        skip=~real | proven | (cost[s1] <= rp_lower_bound),
-        order=start_order[s1],
+        skip=~p.real | p.proven | (cost[s1] <= p.rp_lower_bound),
+        order=p.start_order[s1],
         cost=cost[s1].astype(xp.int32),
-        peak=start_peak[s1],
+        peak=p.start_peak[s1],
         stalls=xp.asarray(0, xp.int32),
         stall_budget=xp.asarray(1.0, xp.float32),
-        lower_bound=xp.asarray(rp_lower_bound, xp.int32),
+        lower_bound=xp.asarray(p.rp_lower_bound, xp.int32),
         rp_target=xp.asarray(BIG, xp.int32),
-        patience=no_improvement_limit(n, params.patience_scale, xp=xp),
+        patience=no_improvement_limit(p.prep.n, params.patience_scale, xp=xp),
     )
 
 
 def ilp_pass_start(
-    *,
-    orders: Array,
-    peaks: Array,
-    lengths: Array,
-    allowed: Array,
+    p: ColonyProblem,
+    candidates: tuple[Array, Array, Array],
     rp_target: Array,
     length_lower_bound: Array,
-    exact_rp_cost: Array,
-    exact_length_bound: Array,
-    critical_path: Array,
-    real: Array,
-    proven: Array,
-    n: Array,
-    issue_width: Array,
-    lut: Array,
-    target: Array,
     params: ColonyParams,
     xp: ModuleType,
 ) -> IlpChoice:
-    """The ILP pass after the RP pass reached RP cost ``rp_target``: it starts from the
-    shortest allowed candidate within that cost (``orders`` [C, N], ``peaks`` [C, F],
-    ``lengths`` [C] issued in order: the starts with "list-target" recomputed at
+    """The ILP pass of region ``p`` after its RP pass reached RP cost ``rp_target``: it starts
+    from the shortest allowed candidate within that cost (``candidates``: orders [C, N], peaks
+    [C, F] and lengths [C] issued in order of the starts, "list-target" recomputed at
     ``rp_target``, then the RP pass's best), with the stall budget
     ``G = min(start stalls, floor(1.2 max(LB, CP+1)) - n)``. It is skipped when the start meets
     the length bound or is within the cycle threshold of it."""
-    cost = rp_costs(peaks, lut, target, xp)
-    ok = allowed & (cost <= rp_target)
-    s2 = lex_argmin(lengths, xp.zeros_like(lengths), ok, xp)
+    orders, peaks, lengths = candidates
+    m, n = p.machine, p.prep.n
+    cost = rp_costs(peaks, m.lut, m.target_occupancy, xp)
+    allowed = xp.concatenate([p.start_allowed, xp.asarray([True])])
+    s2 = lex_argmin(lengths, xp.zeros_like(lengths), allowed & (cost <= rp_target), xp)
     s2_len = lengths[s2]
+    exact_ok = rp_target == p.exact_rp_cost
     len_lb = xp.where(
-        rp_target == exact_rp_cost,
-        xp.maximum(length_lower_bound, exact_length_bound),
-        length_lower_bound,
+        exact_ok, xp.maximum(length_lower_bound, p.exact_length_bound), length_lower_bound
     )
-    ideal = (n + issue_width - 1) // issue_width
+    ideal = (n + m.issue_width - 1) // m.issue_width
     f32 = xp.float32  # explicit: NumPy would compute float32 x int32 in float64
-    span = xp.maximum(len_lb, critical_path + 1).astype(f32)
+    span = xp.maximum(len_lb, p.critical_path + 1).astype(f32)
     g = xp.floor(params.stall_budget_factor * span) - xp.asarray(n).astype(f32)
     close = xp.minimum(params.cycle_threshold, params.cycle_threshold_fraction * len_lb.astype(f32))
     start = PassStart(
         timed=xp.asarray(True),
-        skip=~real | proven | (s2_len <= len_lb) | (s2_len - len_lb <= close),
+        skip=~p.real | p.proven | (s2_len <= len_lb) | (s2_len - len_lb <= close),
         order=orders[s2],
         cost=s2_len,
         peak=peaks[s2],
         stalls=xp.maximum(s2_len - ideal, 0),
-        stall_budget=xp.minimum(s2_len - ideal, g).astype(xp.float32),
+        stall_budget=xp.minimum(s2_len - ideal, g).astype(f32),
         lower_bound=len_lb,
         rp_target=xp.asarray(rp_target, xp.int32),
         patience=no_improvement_limit(n, params.patience_scale, xp=xp),
