@@ -75,6 +75,8 @@ def test_bad_options_exit_2(tmp_path, capsys):
         ["generate", "-o", out, "--size", "1"],
         ["generate", "-o", out, "--seed", "-1"],
         ["mir", "schedule", "x.mir", "-o", out, "--seed", "x"],
+        ["schedule", "x.jsonl", "--time-limit", "0"],
+        ["schedule", "x.jsonl", "--time-limit", "soon"],
     ):
         with pytest.raises(SystemExit) as info:
             main(argv)

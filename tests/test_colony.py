@@ -122,6 +122,37 @@ def test_chunks_follow_the_call_time_and_never_change_results(mixed_regions, mon
         _check(region, a)
 
 
+@pytest.mark.parametrize("calls", [0, 1, 3])
+def test_a_time_limit_returns_verified_schedules_never_worse_than_the_input(
+    mixed_regions, mixed_results, monkeypatch, calls
+):
+    """The deadline passes before any device call, after the first, or after three: every
+    region still gets a verified schedule, never worse than its input order, and a region the
+    colony did not reach keeps the best of its starts."""
+    made = []
+    call = engine.Pool.call
+
+    def counted(pool, steps):
+        made.append(steps)
+        return call(pool, steps)
+
+    monkeypatch.setattr(engine.Pool, "call", counted)
+    monkeypatch.setattr(engine, "_past", lambda deadline: len(made) >= calls)
+    regs = mixed_regions[:12]
+    res = jaxsched.schedule(regs, MACHINE, seed=3, time_limit=60.0, **SMALL)
+    for region, r in zip(regs, res, strict=True):
+        _check(region, r)
+        inp = verify(region, MACHINE, solve_in_order(region))
+        assert (r.rp_cost, r.length) <= (inp.rp_cost, inp.length)
+    ran = sum(sum(r.iterations) for r in res)
+    full = sum(sum(r.iterations) for r in mixed_results[:12])
+    assert ran == 0 if calls == 0 else 0 < ran <= full
+    if calls == 1:
+        assert ran < full  # the limit cut passes short
+    with pytest.raises(InputError, match="time_limit"):
+        jaxsched.schedule(regs, MACHINE, time_limit=0.0)
+
+
 def test_no_recompilation_within_a_bucket():
     cache = CompileCache()
     regs = [generate_region(s, n) for s, n in [(1, 20), (2, 25), (3, 30)]]

@@ -106,6 +106,17 @@ def int_in(lo: int, hi: int):
     return parse
 
 
+def seconds_type(text: str) -> float:
+    """argparse type of a duration: a number of seconds > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value < 1e9:
+        raise argparse.ArgumentTypeError(f"{text} is not a number of seconds > 0")
+    return value
+
+
 #: argparse type of a random seed.
 seed_type = int_in(0, MAX_SEED)
 

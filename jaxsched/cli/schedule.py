@@ -17,6 +17,7 @@ from jaxsched.cli.main import (
     int_in,
     machine_named,
     report_error,
+    seconds_type,
     seed_type,
 )
 from jaxsched.cli.progress import Progress
@@ -75,6 +76,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="N",
         help="most regions per device in one call (default 256; smaller: more frequent "
         "progress and journal records)",
+    )
+    p.add_argument(
+        "--time-limit",
+        type=seconds_type,
+        default=None,
+        metavar="SECONDS",
+        help="stop searching after this many seconds: every region gets the best schedule "
+        "found so far (verified, never worse than its input order)",
     )
     add_arguments(p)
     p.set_defaults(func=run)
@@ -188,6 +197,7 @@ def _overrides(args: argparse.Namespace) -> dict:
         "exact_budget": args.budget if args.exact else None,
         "devices": args.devices,
         "max_batch": args.max_batch,
+        "time_limit": args.time_limit,
     }
     return {**colony_overrides(args), **{k: v for k, v in pairs.items() if v is not None}}
 

@@ -332,6 +332,18 @@ class Pool:
         self.fill.pass_no[slot] = pass_no
         self.fill.fill[slot] = True
 
+    def stop(self) -> list[tuple[int, PassResult]]:
+        """(slot, best so far) of every busy slot's pass (a pass not started yet: its
+        start); the slots are then free."""
+        busy = [s for s, j in enumerate(self.jobs) if j is not None]
+        read = dict(zip(busy, _read_passes(self.passes, busy), strict=True))
+        cap = self.config.max_iterations
+        out = [
+            (s, _skipped(_row(self.fill.start, s), cap) if self.fill.fill[s] else read[s])
+            for s in busy
+        ]
+        return out
+
     def call(self, steps: int) -> list[tuple[int, PassResult]]:
         """Run the executable; returns (slot, result) for every pass that ended."""
         # Copies (jnp.array), never views: the host edits its arrays while the device runs.
@@ -362,6 +374,10 @@ class _Run(NamedTuple):
         static = {"config": self.config}
         args = (passes, prep, self.machine, self.params, self.key, fill, jnp.int32(1))
         return COMPILED.compiled(_advance_jit, static, *args)
+
+
+def _row(tree, i: int):
+    return jax.tree.map(lambda x: x[i], tree)
 
 
 def _skipped_start(p: ColonyProblem) -> rules.PassStart:
@@ -413,10 +429,13 @@ def drive(
     *,
     on_done: Callable[[Job, float, float], None],
     on_iteration: Callable[[int, int], None] | None = None,
+    deadline: float | None = None,
 ) -> None:
     """Take every job through its passes: host decisions, then a pool per group for the
     passes that run (`choose_batch` slots for its open regions, at most ``cap``).
-    ``on_done(job, compile_seconds, run_seconds)`` as each region finishes."""
+    ``on_done(job, compile_seconds, run_seconds)`` as each region finishes. Past ``deadline``
+    (`time.perf_counter` seconds; checked between device calls) no device call starts: every
+    region ends with the best schedules its passes have found so far."""
     for group in groups:
         queue = deque()
         for job in group.jobs:
@@ -425,19 +444,32 @@ def drive(
                 on_done(job, 0.0, 0.0)
             else:
                 queue.append((job, start, pass_no))
-        if queue:
+        if queue and not _past(deadline):
             size = choose_batch(len(queue), group.cap)
             pool = Pool(size, [j for j, _, _ in queue], group.config, run_of(group.config))
-            _run_pool(pool, queue, host, on_done, on_iteration)
+            _run_pool(pool, queue, host, on_done, on_iteration, deadline)
+        for job, start, _ in queue:  # left by the deadline
+            _stop(host, job, _skipped(start, host.config.max_iterations))
+            on_done(job, 0.0, 0.0)
 
 
-def _run_pool(pool: Pool, queue: deque, host: Host, on_done, on_iteration) -> None:
-    """Fill free slots from ``queue`` and call the pool until every pass has ended."""
+def _past(deadline: float | None) -> bool:
+    return deadline is not None and time.perf_counter() >= deadline
+
+
+def _run_pool(pool: Pool, queue: deque, host: Host, on_done, on_iteration, deadline) -> None:
+    """Fill free slots from ``queue`` and call the pool until every pass has ended (or the
+    deadline has passed: then the passes in the slots stop where they are)."""
     chunk, done, t_pool = 1, 0, time.perf_counter()
     max_chunk = 2 * pool.config.max_iterations
     while queue or pool.busy():
         for slot in pool.free()[: len(queue)]:
             pool.put(slot, *queue.popleft())
+        if _past(deadline):
+            for slot, result in pool.stop():
+                _stop(host, pool.jobs[slot], result)
+                on_done(pool.jobs[slot], pool.compile_seconds, time.perf_counter() - t_pool)
+            return
         t0 = time.perf_counter()
         ended = pool.call(chunk)
         done += chunk
@@ -455,6 +487,12 @@ def _run_pool(pool: Pool, queue: deque, host: Host, on_done, on_iteration) -> No
             chunk = min(2 * chunk, max_chunk)
 
 
+def _stop(host: Host, job: Job, result: PassResult) -> None:
+    """Finish ``job`` now: its current pass ends with ``result``, a later pass is skipped."""
+    start = _next_pass(host, job, result, stop=True)
+    assert start is None
+
+
 def _first_pass(host: Host, job: Job) -> tuple[rules.PassStart | None, int]:
     """The first pass of ``job`` that runs (1: RP, 2: ILP), or None when both are skipped
     (then ``job`` is finished)."""
@@ -464,11 +502,14 @@ def _first_pass(host: Host, job: Job) -> tuple[rules.PassStart | None, int]:
     return _next_pass(host, job, _skipped(start, host.config.max_iterations)), 2
 
 
-def _next_pass(host: Host, job: Job, result: PassResult) -> rules.PassStart | None:
-    """After a pass: the ILP pass's start, or None when the region is finished."""
+def _next_pass(
+    host: Host, job: Job, result: PassResult, *, stop: bool = False
+) -> rules.PassStart | None:
+    """After a pass: the ILP pass's start, or None when the region is finished (``stop``:
+    finish it, skipping the ILP pass)."""
     if job.phase == 0:
         start = host.ilp_start(job, result)
-        if not start.skip:
+        if not (start.skip or stop):
             return start
         result = _skipped(start, host.config.max_iterations)
     host.finish(job, result)

@@ -79,6 +79,11 @@ class Options:
         N, of each process, through `jaxsched.colony.sharding` (results are the same). In a
         multi-process run (after `jax.distributed.initialize`) every device is the default,
         and every process calls `schedule` with its own regions.
+      time_limit: seconds from the call's start after which no device call starts: every
+        region returns the best schedule found so far (verified like any other, never worse
+        than its input order); None: no limit. Checked between device calls, which last
+        about a second (`engine.CHUNK_SECONDS`), plus compilation; results then depend on
+        the machine's speed.
     """
 
     filters: bool = True
@@ -88,6 +93,15 @@ class Options:
     exact_max_size: int = 32
     starts: tuple[str, ...] = CHOOSABLE_STARTS
     devices: int | str | None = None
+    time_limit: float | None = None
+
+    def __post_init__(self) -> None:
+        limit = self.time_limit
+        ok = limit is None or (
+            isinstance(limit, int | float) and not isinstance(limit, bool) and 0 < limit < 1e9
+        )
+        if not ok:
+            raise InputError(f"time_limit must be a number of seconds > 0, got {limit!r}")
 
 
 @dataclass
@@ -337,6 +351,9 @@ class _LocalCalls:
     def slowest(self, seconds: float) -> float:
         return seconds
 
+    def agree(self, flag: bool) -> bool:
+        return flag
+
     def solution(self, state, prob, params) -> Solution:
         return jax.device_get(COMPILED(_solution_jit, {}, state, prob, params))
 
@@ -382,6 +399,7 @@ def solve_batch(
     on_iteration: Callable[[int], None] | None = None,
     meanwhile: Callable[[], None] | None = None,
     placement: sharding.Placement | None = None,
+    deadline: float | None = None,
 ) -> Solution:
     """`jaxsched.colony.solve` driven from the host in chunks of iterations (same result),
     so long batches report progress: ``on_iteration(iterations done)`` after each chunk.
@@ -400,6 +418,8 @@ def solve_batch(
     chunk, done = 1, 0
     finished = calls.finished(flag)  # a batch whose passes were all skipped (bounds met)
     while not finished:
+        if deadline is not None and calls.agree(time.perf_counter() >= deadline):
+            break  # the regions keep their best so far
         if done > 2 * config.max_iterations + 2:  # cannot happen: each pass is capped
             raise RuntimeError("colony: passes did not end within their iteration caps")
         t0 = time.perf_counter()
@@ -450,6 +470,7 @@ def schedule(
     The persistent compilation cache is turned on (`ensure_persistent_cache`), and each batch
     is prepared (problem, compilation) while the device runs the previous one's first chunk.
     """
+    t_start = time.perf_counter()
     regions = [regions] if isinstance(regions, Region) else list(regions)
     machine = machine or gfx906()
     config, params, options = split_overrides(overrides, config, params, options)
@@ -460,10 +481,12 @@ def schedule(
     ensure_persistent_cache()
     key = seed if isinstance(seed, jax.Array) else jax.random.key(int(seed))
     exact = _run_exact(regions, machine, options)
+    deadline = None if options.time_limit is None else t_start + options.time_limit
     if options.devices is None and jax.process_count() == 1:
         return _schedule_local(
-            regions, machine, key, config, params, options, exact, progress, on_iteration
-        )
+            regions, machine, key, config, params, options, exact, progress, on_iteration,
+            deadline,
+        )  # fmt: skip
     results: list[Result | None] = [None] * len(regions)
     plan = _plan(regions, machine, config, options)
     ready = {}
@@ -477,7 +500,9 @@ def schedule(
         t0, call, idxs = time.perf_counter(), ready.pop(k), batch.indices
         ahead = partial(prepare, k + 1) if k + 1 < len(plan) else None
         beat = None if on_iteration is None else partial(on_iteration, len(idxs))
-        sol = solve_batch(call.prob, params, key, batch.config, beat, ahead, batch.placement)
+        sol = solve_batch(
+            call.prob, params, key, batch.config, beat, ahead, batch.placement, deadline
+        )
         nxt = ready.get(k + 1)
         spent = time.perf_counter() - t0 - (nxt.compile_s + nxt.host_s if nxt else 0.0)
         seconds = (call.compile_s, call.host_s + spent)
@@ -489,7 +514,7 @@ def schedule(
 
 
 def _schedule_local(
-    regions, machine, key, config, params, options, exact, progress, on_iteration
+    regions, machine, key, config, params, options, exact, progress, on_iteration, deadline
 ) -> list[Result]:
     """`schedule` on the default device: `engine.drive` over the groups of `group_regions`
     (decisions on the host, a pool of passes per group on the device)."""
@@ -513,10 +538,7 @@ def _schedule_local(
         jobs = _jobs(regions, idxs, machine, shape, options, exact)
         cap = batch_cap(shape, cfg, options.memory_budget, options.max_batch)
         plan.append(engine.Group(config=cfg, cap=cap, jobs=jobs))
-    beat = None
-    if on_iteration is not None:
-        beat = on_iteration
-    engine.drive(plan, host, run_of, on_done=on_done, on_iteration=beat)
+    engine.drive(plan, host, run_of, on_done=on_done, on_iteration=on_iteration, deadline=deadline)
     return results  # type: ignore[return-value]
 
 

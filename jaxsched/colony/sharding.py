@@ -252,6 +252,10 @@ class ShardedCalls:
     def slowest(self, seconds: float) -> float:
         return max(allgather_json(seconds))
 
+    def agree(self, flag: bool) -> bool:
+        """True when ``flag`` is True on any process (every process gets the same answer)."""
+        return any(allgather_json(bool(flag)))
+
     def solution(self, state, prob, params) -> Solution:
         return local_rows(COMPILED(_solution, {"mesh": self.mesh}, state, prob, _host(params)))
 
