@@ -156,6 +156,7 @@ def environment() -> dict[str, str]:
     return {
         "format": str(FORMAT_VERSION),
         "jaxsched_source": package_source_digest(),
+        "python": platform.python_version(),
         "jax": jax.__version__,
         "jaxlib": jaxlib.__version__,
         "platform": dev.client.platform,
@@ -181,7 +182,8 @@ def jax_options() -> str:
 def function_identity(fn: Callable) -> str | None:
     """Module, qualified name, jit options and (outside jaxsched) source file digest of jitted
     ``fn``; None when that does not identify it across processes (a lambda, a local
-    function, a file-less function)."""
+    function, a file-less function). Code ``fn`` calls is covered by jaxsched's source digest
+    (`environment`) and the versions of jax; other files it calls are not."""
     name = getattr(fn, "__qualname__", None)
     module = getattr(fn, "__module__", None)
     if not name or not module or "<" in name:
