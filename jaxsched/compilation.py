@@ -1,62 +1,143 @@
-"""Compiled-executable caches (lowest layer: imports nothing from jaxsched).
+"""Compiled-executable caches (lowest layer: imports nothing from jaxsched but its sibling
+`jaxsched.store`).
 
 `CompileCache` keeps ahead-of-time compiled executables by (function, static arguments,
-argument shapes and dtypes), and counts and times compilations, so every solver can report
+argument shapes and dtypes), in memory and in an executable store on disk
+(`jaxsched.store.ExecutableStore`: by default `jaxsched.store.default_store`, in
+``$JAXSCHED_CACHE_DIR`` or ``~/.cache/jaxsched/executables``), so a later process loads them
+instead of compiling. It counts and times compilations and loads, so every solver can report
 compile time apart from run time. `COMPILED` is the process-wide instance used by the host
-drivers (`jaxsched.schedule`, `jaxsched.makespan.estimate`). `enable_persistent_cache` keeps
-compiled XLA executables on disk across processes (`jaxsched.schedule` and the CLI turn it on
-by default: `ensure_persistent_cache`).
+drivers (`jaxsched.schedule`, `jaxsched.makespan.estimate`).
 """
 
 from __future__ import annotations
 
 import gc
-import os
 import time
+from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
+from jaxsched.store import ExecutableStore, default_store, executable_key, open_store
+
+#: Events a `CompileCache` keeps (the latest).
+EVENTS_KEPT = 10_000
+
+
+class CompileEvent(NamedTuple):
+    """How one executable was obtained (`CompileCache.events`)."""
+
+    function: str  # the jitted function's qualified name
+    source: str  # "memory" (this process had it), "store" (loaded) or "compiled"
+    trace_s: float  # seconds tracing (compiled only)
+    lower_s: float  # seconds lowering (compiled only)
+    compile_s: float  # seconds in XLA's compiler (compiled only)
+    load_s: float  # seconds reading, checking and loading the store entry (store only)
+    save_s: float  # seconds serializing and writing the store entry (compiled only)
+    size: int  # bytes of the store entry read or written (0: none)
+
 
 class CompileCache:
-    """Compiled executables by (function, static arguments, argument shapes and dtypes).
+    """Compiled executables by (function, static arguments, argument shapes and dtypes): in
+    memory, then in ``store``, else traced, lowered and compiled (and written to ``store``).
+
+    Args:
+      store: an `ExecutableStore`, None (memory only) or ``"default"``: `default_store` as
+        the environment says at each miss (``$JAXSCHED_CACHE_DIR``).
 
     Attributes:
-      compilations: number of compilations so far.
-      compile_seconds: wall time spent compiling (lowering included).
+      compilations: number of executables compiled so far (loads not counted).
+      compile_seconds: wall time spent compiling (tracing and lowering included).
+      loads: number of executables loaded from the store.
+      load_seconds: wall time spent loading them.
+      saves / save_seconds / saved_bytes: entries written to the store, the time serializing
+        and writing them, their bytes.
+      events: the latest `CompileEvent` of each `compiled` call and of each miss of
+        ``__call__`` (at most `EVENTS_KEPT`).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, store: ExecutableStore | str | None = "default") -> None:
         self._cache: dict = {}
+        self.store = store
         self.compilations = 0
         self.compile_seconds = 0.0
+        self.loads = 0
+        self.load_seconds = 0.0
+        self.saves = 0
+        self.save_seconds = 0.0
+        self.saved_bytes = 0
+        self.events: deque[CompileEvent] = deque(maxlen=EVENTS_KEPT)
 
     def compiled(self, fn: Callable, static: dict, *args: Any) -> tuple[Callable, float]:
-        """(the executable of jitted ``fn`` for ``args``, seconds spent compiling it now: 0.0
-        on a cache hit). ``static`` holds ``fn``'s static keyword arguments."""
+        """(the executable of jitted ``fn`` for ``args``, seconds spent getting it now:
+        compiling or loading; 0.0 when this process had it). ``static`` holds ``fn``'s static
+        keyword arguments."""
+        return self._get(fn, static, args, record_hit=True)
+
+    def __call__(self, fn: Callable, static: dict, *args: Any) -> Any:
+        """Run jitted ``fn`` on ``args``, compiling (or loading) it first if needed."""
+        exe, _ = self._get(fn, static, args, record_hit=False)
+        return exe(*args)
+
+    def _get(self, fn: Callable, static: dict, args: tuple, record_hit: bool):
         sig = jax.tree.map(lambda x: (jnp.shape(x), str(jnp.result_type(x))), args)
         key = (fn, tuple(sorted(static.items())), jax.tree.structure(args), str(sig))
+        name = getattr(fn, "__qualname__", repr(fn))
         exe = self._cache.get(key)
         if exe is not None:
+            if record_hit:
+                self.events.append(CompileEvent(name, "memory", 0.0, 0.0, 0.0, 0.0, 0.0, 0))
             return exe, 0.0
-        relieve_map_pressure()
-        t0 = time.perf_counter()
-        exe = fn.lower(*args, **static).compile()
-        dt = time.perf_counter() - t0
-        self.compile_seconds += dt
-        self.compilations += 1
+        relieve_map_pressure()  # loaded executables hold memory maps too
+        store = default_store() if self.store == "default" else self.store
+        skey = None if store is None else executable_key(fn, static, args)
+        loaded = None if skey is None else store.load(skey)
+        if loaded is not None:
+            exe, dt = loaded.executable, loaded.seconds
+            self.loads += 1
+            self.load_seconds += dt
+            event = CompileEvent(name, "store", 0.0, 0.0, 0.0, dt, 0.0, loaded.size)
+        else:
+            exe, times = _compile(fn, static, args)
+            dt = sum(times)
+            self.compilations += 1
+            self.compile_seconds += dt
+            t0 = time.perf_counter()
+            size = 0 if skey is None else store.save(skey, exe)
+            save_s = time.perf_counter() - t0 if size else 0.0
+            self.saves += bool(size)
+            self.save_seconds += save_s
+            self.saved_bytes += size
+            event = CompileEvent(name, "compiled", *times, 0.0, save_s, size)
+        self.events.append(event)
         self._cache[key] = exe
         return exe, dt
 
-    def __call__(self, fn: Callable, static: dict, *args: Any) -> Any:
-        """Run jitted ``fn`` on ``args``, compiling it first if needed."""
-        exe, _ = self.compiled(fn, static, *args)
-        return exe(*args)
-
     def clear(self) -> None:
+        """Forget the executables held in memory (the store keeps its entries)."""
         self._cache.clear()
+
+
+def _compile(fn: Callable, static: dict, args: tuple) -> tuple[Any, tuple[float, float, float]]:
+    """(``fn`` compiled for ``args``, (trace, lower, compile) seconds)."""
+    t0 = time.perf_counter()
+    traced = fn.trace(*args, **static)
+    t1 = time.perf_counter()
+    lowered = traced.lower()
+    t2 = time.perf_counter()
+    exe = lowered.compile()
+    t3 = time.perf_counter()
+    return exe, (t1 - t0, t2 - t1, t3 - t2)
+
+
+def use_store(path: str | None) -> ExecutableStore | None:
+    """Point `COMPILED` at the store in ``path`` (`jaxsched.store.open_store`; None: the
+    default store of the environment); the store in use, or None when there is none."""
+    COMPILED.store = "default" if path is None else open_store(path)
+    return default_store() if path is None else COMPILED.store
 
 
 #: The process-wide cache of the host drivers.
@@ -87,8 +168,9 @@ def relieve_map_pressure(threshold: float = MAP_PRESSURE) -> bool:
     thousands per colony executable), and the maps live as long as the executable. A process
     that keeps compiling new shapes (a long benchmark, a training run with validation, a test
     worker) reaches Linux's default limit of 65,530 maps, and its next compile fails
-    ("LLVM compilation error: Cannot allocate memory") or crashes the process. Dropped
-    executables are compiled again when next needed."""
+    ("LLVM compilation error: Cannot allocate memory") or crashes the process. Executables
+    loaded from the store are mapped the same way. Dropped executables are loaded or compiled
+    again when next needed."""
     usage = map_usage()
     if usage is None or usage <= threshold:
         return False
@@ -96,38 +178,3 @@ def relieve_map_pressure(threshold: float = MAP_PRESSURE) -> bool:
     jax.clear_caches()
     gc.collect()  # executables in reference cycles unmap only when collected
     return True
-
-
-def enable_persistent_cache(path: str | None = None) -> str | None:
-    """Keep compiled XLA executables across processes in ``path``.
-
-    Without ``path``: ``$JAXSCHED_CACHE_DIR`` when set (``off`` disables the cache), else
-    ``~/.cache/jaxsched/xla`` on GPU and TPU backends. On the CPU backend the cache is opt-in
-    (an explicit ``path`` or ``$JAXSCHED_CACHE_DIR``): loading XLA:CPU executables from disk
-    has crashed processes with a segmentation fault (jax 0.12), a price a recompile never costs.
-
-    Returns the directory in use, or None when disabled or not writable.
-    """
-    if path is None:
-        path = os.environ.get("JAXSCHED_CACHE_DIR")
-        if path is None:
-            if jax.default_backend() == "cpu":
-                return None
-            path = os.path.expanduser("~/.cache/jaxsched/xla")
-    if path.lower() in ("", "off", "none", "0"):
-        return None
-    try:
-        os.makedirs(path, exist_ok=True)
-    except OSError:
-        return None
-    jax.config.update("jax_compilation_cache_dir", path)
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-    jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
-    return path
-
-
-def ensure_persistent_cache() -> str | None:
-    """`enable_persistent_cache` with the defaults unless a cache directory is already set
-    (by the caller or an earlier call); returns the directory in use."""
-    current = jax.config.jax_compilation_cache_dir
-    return current if current else enable_persistent_cache()

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 
-# No test reads or writes the user's persistent compilation cache, and no test leaves the
-# cache turned on for the tests after it (tests that need it pass a directory to a subprocess).
-os.environ["JAXSCHED_CACHE_DIR"] = "off"
+# No test reads or writes the user's executable store (`jaxsched.store`): it is off unless
+# $JAXSCHED_TEST_CACHE_DIR names one store for the whole suite (every worker and the processes
+# tests start share it). Tests that need a store of their own pass a folder.
+os.environ["JAXSCHED_CACHE_DIR"] = os.environ.get("JAXSCHED_TEST_CACHE_DIR", "off")
 
 from pathlib import Path
 

@@ -2,7 +2,8 @@
 
 ``python tests/sharding_cases.py CASE...`` (8 forced CPU devices: ``XLA_FLAGS`` below)
 prints one JSON object: per case, whether each device count gave the single-device results and
-how many compilations it took. Every colony schedule is checked by the verifier here.
+how many executables it compiled (or loaded from a shared executable store). Every colony
+schedule is checked by the verifier here.
 """
 
 from __future__ import annotations
@@ -38,16 +39,21 @@ def corpus(count: int, lo: int = 17, hi: int = 32) -> list:
     return [shuffled(r, rng) for r in regs[:count]]
 
 
+def executables() -> int:
+    """Executables `COMPILED` got so far: compiled, or loaded when the suite shares a store."""
+    return COMPILED.compilations + COMPILED.loads
+
+
 def run(regions, **kw) -> tuple[list[dict], dict]:
     """(records without timings, {"compilations", "calls"}) of one `schedule`, verified."""
-    calls, c0 = [], COMPILED.compilations
+    calls, c0 = [], executables()
     out = jaxsched.schedule(
         regions, MACHINE, progress=lambda idxs, res: calls.append(len(idxs)), **SETTINGS, **kw
     )
     for region, res in zip(regions, out, strict=True):
         jaxsched.verify(region, MACHINE, res.cycles, order=res.order)
     recs = [{k: v for k, v in r.to_dict().items() if k not in TIMING} for r in out]
-    return recs, {"compilations": COMPILED.compilations - c0, "calls": calls}
+    return recs, {"compilations": executables() - c0, "calls": calls}
 
 
 @functools.cache
@@ -94,10 +100,10 @@ def anneal_case(devices: list) -> dict:
     sm = SM(schedulers=2, capacity={"L": 1, "C": 4, "S": 0.5, "D": 1})
 
     def one(d):
-        c0 = COMPILED.compilations
+        c0 = executables()
         r = estimate("LLCCSDLCCS", 6, sm, seed=5, chains=64, iterations=200, devices=d)
         key = [r.makespan, r.warp_string.tolist(), r.chain_best.tolist(), r.history.tolist()]
-        return key, COMPILED.compilations - c0
+        return key, executables() - c0
 
     ref, _ = one(None)
     out = {}

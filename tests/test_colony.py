@@ -163,8 +163,8 @@ def test_no_recompilation_within_a_bucket():
         sol = jax.device_get(cache(solve, {"config": config}, prob, params, jax.random.key(k)))
         verify(r, MACHINE, sol.cycles[0, : len(r)], order=sol.order[0, : len(r)])
         if k == 0:
-            first = cache.compilations
-    assert cache.compilations == first  # later regions of the bucket reuse every executable
+            first = cache.compilations + cache.loads
+    assert cache.compilations + cache.loads == first  # later regions reuse every executable
 
 
 def test_parameters_do_not_retrace():

@@ -45,6 +45,6 @@ def test_pressure_drops_cached_executables_and_their_maps():
 def test_a_compile_under_pressure_clears_first(monkeypatch):
     COMPILED(_poly, {}, jnp.ones(3))
     monkeypatch.setattr(compilation, "map_usage", lambda: 0.99)
-    before = COMPILED.compilations
-    COMPILED.compiled(_poly, {}, jnp.ones(5))  # a miss: relieves, then compiles
-    assert COMPILED.compilations == before + 1 and len(COMPILED._cache) == 1
+    before = COMPILED.compilations + COMPILED.loads
+    COMPILED.compiled(_poly, {}, jnp.ones(5))  # a miss: relieves, then compiles (or loads)
+    assert COMPILED.compilations + COMPILED.loads == before + 1 and len(COMPILED._cache) == 1

@@ -33,6 +33,7 @@ LOWER = (
     "jaxsched.files",
     "jaxsched.errors",
     "jaxsched.compilation",
+    "jaxsched.store",
     "jaxsched.distributed",
     "jaxsched.verify",
     "jaxsched.tune",

@@ -8,8 +8,8 @@ through gloo, 2 forced CPU devices each: one global mesh of 4 devices).
 * a process that reaches the gatherings and the first device call 35 s after the other (a slow
   start, a long compile) does not stop the run: gloo gives up on a first connection after 30 s.
 
-Every process is bounded by a timeout; the compilation cache is shared by the runs of this
-module, so the later runs mostly reuse the first ones' executables.
+Every process is bounded by a timeout; the executable store is shared by the runs of this
+module, so the later runs mostly load the first ones' executables.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def start_two(
     work: Path, args: list[str], peer_timeout: float, late: float = 0.0, cache: bool = True
 ) -> list[subprocess.Popen]:
     """Both processes of a run; process 1 ``late`` seconds late at its first gathering and
-    before its first compile (`LATE`); ``cache``: the module's compilation cache."""
+    before its first compile (`LATE`); ``cache``: the module's executable store."""
     port = free_port()
     procs = []
     for i in range(2):

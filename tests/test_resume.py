@@ -107,8 +107,8 @@ def test_reversed_and_split_files_give_the_same_results(regions_file, tmp_path):
 
 @pytest.mark.slow
 def test_kill_9_then_resume_writes_the_uninterrupted_file(regions_file, tmp_path):
-    """SIGKILL at random moments (own processes, a shared persistent compilation cache so
-    restarts are quick), then --resume until done: the file equals an uninterrupted run's."""
+    """SIGKILL at random moments (own processes, a shared executable store so restarts are
+    quick), then --resume until done: the file equals an uninterrupted run's."""
     env = {**os.environ, "JAXSCHED_CACHE_DIR": str(tmp_path / "xla")}
     cmd = [sys.executable, "-m", "jaxsched", "schedule", str(regions_file), *FAST]
     ref = tmp_path / "ref.jsonl"

@@ -59,12 +59,6 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        if not (getattr(args, "distributed", False) or getattr(args, "coordinator", None)):
-            # (It asks which backend runs; a process joining a cluster must not start one
-            # before `jax.distributed.initialize`: `jaxsched.schedule` turns it on after.)
-            from jaxsched.compilation import enable_persistent_cache
-
-            enable_persistent_cache()
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         print(f"jaxsched {args.command}: interrupted", file=sys.stderr)

@@ -1,6 +1,6 @@
 """``jaxsched warmup``: compile `schedule`'s executables for every bucket once, into the
-persistent compilation cache (a compile farm pays compilation once; later runs on the same
-machine type and JAX installation load them)."""
+executable store (`jaxsched.store`: a compile farm pays compilation once; later runs on the
+same machine type and JAX installation load them)."""
 
 from __future__ import annotations
 
@@ -27,12 +27,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser(
         "warmup",
-        help="compile the colony for every bucket into the persistent cache",
+        help="compile the colony for every bucket into the executable store",
         description="Compile the executables `jaxsched schedule` uses for each instruction "
-        "bucket and batch size into the persistent compilation cache ($JAXSCHED_CACHE_DIR, "
-        "default ~/.cache/jaxsched/xla). Use the same --machine, --ants, --wavefront, "
-        "--iterations, --effort, --memory-budget and --construction as the schedule runs that "
-        "should profit.",
+        "bucket and batch size into the executable store ($JAXSCHED_CACHE_DIR, default "
+        "~/.cache/jaxsched/executables); executables already there are loaded. Use the same "
+        "--machine, --ants, --wavefront, --iterations, --effort, --memory-budget and "
+        "--construction as the schedule runs that should profit.",
     )
     p.add_argument("--machine", default="gfx906", help="machine preset (gfx906, generic)")
     add_colony_options(p)
@@ -45,7 +45,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--batches", type=_powers, default=None, help="batch sizes (default: every size used)"
     )
-    p.add_argument("--cache-dir", default=None, help="persistent cache directory")
+    p.add_argument(
+        "--cache-dir", default=None, help="executable store folder (default $JAXSCHED_CACHE_DIR)"
+    )
     p.add_argument("--quiet", action="store_true", help="print the summary line only")
     p.set_defaults(func=run)
 
@@ -53,18 +55,22 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from jaxsched.cli.main import machine_named
     from jaxsched.colony.host import warmup
-    from jaxsched.compilation import enable_persistent_cache
+    from jaxsched.compilation import use_store
 
     machine = machine_named(args.machine)
-    cache = enable_persistent_cache(args.cache_dir)
-    if cache is None:
-        raise UsageError("no persistent cache: set --cache-dir or $JAXSCHED_CACHE_DIR")
+    store = use_store(args.cache_dir)
+    if store is None:
+        raise UsageError(
+            "no executable store: $JAXSCHED_CACHE_DIR is off or the folder is not writable "
+            "(set --cache-dir)"
+        )
 
     def show(rec: dict) -> None:
         if not args.quiet:
             print(
                 f"bucket {rec['bucket']:5d}  batch {rec['batch']:4d}  ants {rec['ants']:6d}  "
-                f"{rec['compilations']} compiled in {rec['seconds']:.1f} s",
+                f"{rec['compilations']} compiled, {rec['loads']} loaded in "
+                f"{rec['seconds']:.1f} s",
                 flush=True,
             )
 
@@ -73,9 +79,11 @@ def run(args: argparse.Namespace) -> int:
         machine, buckets=args.buckets, batches=args.batches, progress=show,
         **colony_overrides(args),
     )  # fmt: skip
+    compiled, loaded = (sum(r[k] for r in records) for k in ("compilations", "loads"))
     print(
-        f"{sum(r['compilations'] for r in records)} executables for {len(args.buckets)} buckets "
-        f"compiled in {time.perf_counter() - t0:.1f} s into {cache}",
+        f"{compiled + loaded} executables for {len(args.buckets)} buckets in "
+        f"{time.perf_counter() - t0:.1f} s ({compiled} compiled, {loaded} already stored) "
+        f"in {store.path}",
         file=sys.stderr if args.quiet else sys.stdout,
     )
     return 0

@@ -49,7 +49,7 @@ from jaxsched.colony.problem import (
     canonical_shape,
     problem,
 )
-from jaxsched.compilation import COMPILED, ensure_persistent_cache
+from jaxsched.compilation import COMPILED
 from jaxsched.errors import InputError
 from jaxsched.machines.model import Machine, gfx906
 from jaxsched.problem.padded import PaddedShape, padded_shape
@@ -330,7 +330,7 @@ class _LocalCalls:
         return prob
 
     def compile(self, prob: ColonyProblem, params: ColonyParams, key: jax.Array) -> None:
-        """Compile (or load from the persistent cache) init, run and solution for ``prob``'s
+        """Compile (or load from the executable store) init, run and solution for ``prob``'s
         shapes."""
         COMPILED.compiled(_init_jit, self.static, prob, params, key)
         state = jax.eval_shape(partial(init, **self.static), prob, params, key)
@@ -467,8 +467,9 @@ def schedule(
         multi-process run after every call on every process, possibly with none.
       on_iteration: called during a batch with (regions in the batch, iterations done).
 
-    The persistent compilation cache is turned on (`ensure_persistent_cache`), and each batch
-    is prepared (problem, compilation) while the device runs the previous one's first chunk.
+    Executables come from the executable store when it has them (`jaxsched.compilation`), and
+    each batch is prepared (problem, compilation) while the device runs the previous one's first
+    chunk.
     """
     t_start = time.perf_counter()
     regions = [regions] if isinstance(regions, Region) else list(regions)
@@ -478,7 +479,6 @@ def schedule(
     dispatch.check(config)
     for r in regions:
         r.check_machine(machine)
-    ensure_persistent_cache()
     key = seed if isinstance(seed, jax.Array) else jax.random.key(int(seed))
     exact = _run_exact(regions, machine, options)
     deadline = None if options.time_limit is None else t_start + options.time_limit
@@ -578,18 +578,17 @@ def warmup(
 ) -> list[dict]:
     """Compile the executables `schedule` uses (problem derivation, init, run, solution) for
     each bucket's `canonical_shape`, its fitted config (`fit_ants`) and batch sizes
-    (`batch_sizes` up to `batch_cap`, or ``batches``), into the persistent cache
-    (`ensure_persistent_cache`), so that a later `schedule` with the same machine, options
+    (`batch_sizes` up to `batch_cap`, or ``batches``), into the executable store
+    (`jaxsched.store`), so that a later `schedule` with the same machine, options
     and JAX installation compiles nothing for regions that fit those shapes (regions with more
     successors, predecessors, uses, defs or registers grow their bucket's shape and compile at
-    first use). Returns one record per (bucket, batch): ants, compilations, seconds."""
+    first use). Returns one record per (bucket, batch): ants, compilations, loads, seconds."""
     from jaxsched.problem.generate import generate_region
 
     machine = machine or gfx906()
     config, params, options = split_overrides(overrides, config, params, options)
     params = check_params(params, len(machine.file_names))
     dispatch.check(config)
-    ensure_persistent_cache()
     bad = [b for b in buckets if b < 16 or b & (b - 1)]
     if bad:
         raise InputError(f"warmup: buckets are powers of two from 16, got {bad}")
@@ -600,13 +599,14 @@ def warmup(
         cfg = fit_ants(shape, config, options.memory_budget)
         cap = batch_cap(shape, cfg, options.memory_budget, options.max_batch)
         for size in batches or batch_sizes(cap):
-            c0, t0 = COMPILED.compilations, time.perf_counter()
+            c0, l0, t0 = COMPILED.compilations, COMPILED.loads, time.perf_counter()
             _prepare(Batch([0], shape, cfg, size), [region], machine, params, key, options, {})
             rec = {
                 "bucket": n,
                 "batch": size,
                 "ants": cfg.ants,
                 "compilations": COMPILED.compilations - c0,
+                "loads": COMPILED.loads - l0,
                 "seconds": time.perf_counter() - t0,
             }
             out.append(rec)
