@@ -19,7 +19,7 @@ from jaxsched.cli.main import MACHINES
 from jaxsched.io.latency import LATENCY, LATENCY_BY_CPU, latency_table
 from jaxsched.io.mir_regions import read_mir
 from jaxsched.machines.amdgpu import TARGETS, unified_vgprs, vgpr_occupancy
-from jaxsched.machines.model import PRESETS, amdgpu, get_machine, gfx906
+from jaxsched.machines.model import PRESETS, amdgpu_machine, get_machine, gfx906
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
@@ -47,7 +47,7 @@ def test_presets_are_the_cli_machines():
 
 def test_llvm_rules_rebuild_gfx906():
     """LLVM's rules for gfx906 give exactly the paper's hand-written tables."""
-    derived, paper = amdgpu("gfx906"), gfx906()
+    derived, paper = amdgpu_machine("gfx906"), gfx906()
     assert derived.files == paper.files
     assert derived.target_occupancy == paper.target_occupancy == 10
 

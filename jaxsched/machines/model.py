@@ -266,7 +266,7 @@ def generic(
     )
 
 
-def amdgpu(name: str) -> Machine:
+def amdgpu_machine(name: str) -> Machine:
     """An AMD GPU of `jaxsched.machines.amdgpu.TARGETS` (``gfx90a``, ``gfx942``, ``gfx1100``,
     ``gfx1100-wave64``, ``gfx1201``, ``gfx1201-wave64``; ``gfx906`` gives the same tables as
     `gfx906`), with LLVM 19's occupancy rules.
@@ -295,7 +295,7 @@ def amdgpu(name: str) -> Machine:
 #: Machine presets by name: the paper's gfx906, LLVM's other AMDGPU targets, a generic GPU.
 PRESETS = {
     "gfx906": gfx906,
-    **{name: functools.partial(amdgpu, name) for name in TARGETS if name != "gfx906"},
+    **{name: functools.partial(amdgpu_machine, name) for name in TARGETS if name != "gfx906"},
     "generic": generic,
 }
 
