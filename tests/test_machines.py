@@ -29,10 +29,20 @@ def test_gfx906_tables_from_the_spec():
     assert m.occupancy([25, 90]) == 8 and m.rp_cost([25, 90]) == 2
 
 
-@pytest.mark.parametrize("machine", [gfx906(), generic(), generic(registers_per_file=64)])
+@pytest.mark.parametrize(
+    "machine",
+    [
+        gfx906(),
+        generic(),
+        generic(registers_per_file=64),
+        get_machine("gfx90a"),
+        get_machine("gfx1100-wave64"),
+    ],
+    ids=lambda m: f"{m.name}-{m.files[0].max_rp}",
+)
 def test_jit_functions_agree(machine):
     rng = np.random.default_rng(0)
-    peaks = rng.integers(0, 300, size=(64, machine.num_files))
+    peaks = rng.integers(0, 600, size=(64, machine.num_files))
     occ = jax.jit(occupancy_jax)(jnp.asarray(peaks), jnp.asarray(machine.occupancy_lut))
     cost = rp_cost_jax(
         jnp.asarray(peaks), jnp.asarray(machine.occupancy_lut), machine.target_occupancy

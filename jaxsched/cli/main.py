@@ -71,6 +71,22 @@ def main(argv: list[str] | None = None) -> int:
         return report_error(args.command, e, debug=args.debug)
 
 
+#: `jaxsched.machines.model.PRESETS`' names, spelled out so that building the parser imports
+#: no jax (tests/test_targets.py checks that the two agree).
+MACHINES = (
+    "gfx906",
+    "gfx90a",
+    "gfx942",
+    "gfx1100",
+    "gfx1100-wave64",
+    "gfx1201",
+    "gfx1201-wave64",
+    "generic",
+)
+#: Help of every ``--machine`` option.
+MACHINE_HELP = f"machine preset: {', '.join(MACHINES)} (default gfx906; docs/machines.md)"
+
+
 def machine_named(name: str):
     """The machine preset ``name`` (`jaxsched.machines.model.get_machine`); `UsageError` if
     there is none."""

@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-from jaxsched.cli.main import UsageError, machine_named, seed_type
+from jaxsched.cli.main import MACHINE_HELP, UsageError, machine_named, seed_type
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -47,7 +47,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _common(p: argparse.ArgumentParser, schedule: bool) -> None:
     p.add_argument("--mcpu", default="gfx906", help="llc target CPU for .ll input (gfx906)")
     if schedule:
-        p.add_argument("--machine", default="gfx906", help="machine model (gfx906, generic)")
+        p.add_argument("--machine", default="gfx906", help=MACHINE_HELP)
         p.add_argument(
             "--seed", type=seed_type, default=0, help="random seed of the scheduler (>= 0)"
         )

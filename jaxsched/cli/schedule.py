@@ -12,6 +12,7 @@ from pathlib import Path
 
 from jaxsched.cli.cluster import Cluster, add_arguments, peer_gone
 from jaxsched.cli.main import (
+    MACHINE_HELP,
     UsageError,
     devices_type,
     int_in,
@@ -34,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "length, bounds, peak RP and occupancy per region.",
     )
     p.add_argument("files", nargs="+", metavar="FILE", help="region files (.json or .jsonl)")
-    p.add_argument("--machine", default="gfx906", help="machine preset (gfx906, generic)")
+    p.add_argument("--machine", default="gfx906", help=MACHINE_HELP)
     p.add_argument("--seed", type=seed_type, default=0, help="random seed (default 0)")
     add_colony_options(p)
     p.add_argument(

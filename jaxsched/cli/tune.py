@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from jaxsched.cli.main import UsageError, int_in, machine_named, seed_type
+from jaxsched.cli.main import MACHINE_HELP, UsageError, int_in, machine_named, seed_type
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -24,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("train", metavar="TRAIN", help="training regions (.json, .jsonl[.gz])")
     p.add_argument("--valid", default=None, metavar="VALID", help="validation regions")
     p.add_argument("-o", "--output", type=Path, required=True, help="parameters file to write")
-    p.add_argument("--machine", default="gfx906", help="machine preset (gfx906, generic)")
+    p.add_argument("--machine", default="gfx906", help=MACHINE_HELP)
     p.add_argument("--steps", type=int_in(1, 10**6), default=50, help="training steps (50)")
     p.add_argument("--seed", type=seed_type, default=0, help="random seed (default 0)")
     p.add_argument(

@@ -8,7 +8,7 @@ import argparse
 import sys
 import time
 
-from jaxsched.cli.main import UsageError
+from jaxsched.cli.main import MACHINE_HELP, UsageError
 from jaxsched.cli.schedule import add_colony_options, colony_overrides
 
 
@@ -34,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--machine, --ants, --wavefront, --iterations, --effort, --memory-budget and "
         "--construction as the schedule runs that should profit.",
     )
-    p.add_argument("--machine", default="gfx906", help="machine preset (gfx906, generic)")
+    p.add_argument("--machine", default="gfx906", help=MACHINE_HELP)
     add_colony_options(p)
     p.add_argument(
         "--buckets",

@@ -1,7 +1,7 @@
-"""AMDGPU opcode classes: latency (gfx906 approximation), scheduling boundaries, side effects.
+"""AMDGPU opcode classes: latency per target, scheduling boundaries, side effects.
 
-The latency table approximates LLVM's ``SISchedule.td`` model used for gfx906 (Vega 20); the
-numbers are the cycles from issue until a dependent instruction may issue:
+The gfx906 latency table approximates LLVM's ``SISchedule.td`` model used for gfx906 (Vega 20);
+the numbers are the cycles from issue until a dependent instruction may issue:
 
 =====================================================  ========  ===============================
 class (first matching rule wins)                        latency   examples
@@ -16,8 +16,28 @@ transcendental (EXP, LOG, RCP, RSQ, SQRT, SIN, COS)     4         V_SQRT_F32_e32
 quarter-rate integer (V_MUL_LO/HI 32, V_MAD_U64_U32)    4         V_MUL_LO_U32_e64
 64-bit shifts and V_MOV_B64_PSEUDO                      2         V_LSHLREV_B64_e64
 export (EXP)                                            4         EXP_DONE
-everything else (VALU, SALU, COPY, pseudos)             1         V_ADD_F32_e32, S_ADD_I32
+other scalar ALU (S_ not matched above)                 1         S_ADD_I32, S_LSHL_B32
+everything else (VALU, COPY, pseudos)                   1         V_ADD_F32_e32, COPY
 =====================================================  ========  ===============================
+
+The other targets' tables (`LATENCY_BY_CPU`) give each class the latency llvm-mca 19
+(``-instruction-info``, LLVM's scheduling model of the target) reports most often for the
+class's instructions in the compiled real kernels (``benchmarks/mca_latency.py`` derives
+them; ``tests/data/mca_latency.json`` holds the survey):
+
+========  =====  ====  ===  ===  =====  =======  ===  ======  ===  ====
+cpu       vmem   smem  lds  f64  trans  quarter  b64  export  alu  salu
+========  =====  ====  ===  ===  =====  =======  ===  ======  ===  ====
+gfx906    80     5     5    16   4      4        2    4       1    1
+gfx90a    80     5     5    1    4      1        1    4       1    1
+gfx942    80     5     5    1    4      1        1    4       1    1
+gfx1100   320    20    20   38   10     8        6    16      5    2
+gfx1201   320    20    20   38   10     8        6    16      5    2
+========  =====  ====  ===  ===  =====  =======  ===  ======  ===  ====
+
+(gfx90a/gfx942 have no exports: 4 is ``SISchedule.td``'s ``WriteExport``. The gfx906 table is
+kept as it was; llvm-mca 19 gives its F64 class mostly 8, V_CVT 4 and 64-bit compares 2.)
+Wave32 and wave64 share a table (llvm-mca reports the same latencies).
 
 Edge latencies derived from it: a data edge carries the latency of its source; an anti edge 0
 (LLVM's value: the redefinition may issue right after the read); output and memory-order
@@ -28,7 +48,9 @@ from __future__ import annotations
 
 import re
 
-#: Latency of each class (cycles).
+from jaxsched.errors import InputError
+
+#: Latency of each class on gfx906 (cycles).
 LATENCY = {
     "vmem": 80,
     "smem": 5,
@@ -39,7 +61,31 @@ LATENCY = {
     "b64": 2,
     "export": 4,
     "alu": 1,
+    "salu": 1,
 }
+_GFX90A = {**LATENCY, "f64": 1, "quarter": 1, "b64": 1}
+_GFX11 = {
+    "vmem": 320,
+    "smem": 20,
+    "lds": 20,
+    "f64": 38,
+    "trans": 10,
+    "quarter": 8,
+    "b64": 6,
+    "export": 16,
+    "alu": 5,
+    "salu": 2,
+}
+#: Latency of each class (cycles) by llc ``-mcpu`` (see the module docstring).
+LATENCY_BY_CPU = {
+    "gfx906": LATENCY,
+    "gfx90a": _GFX90A,
+    "gfx942": _GFX90A,
+    "gfx1100": _GFX11,
+    "gfx1201": _GFX11,
+}
+#: The target whose latencies the MIR front end uses unless told otherwise.
+DEFAULT_CPU = "gfx906"
 ANTI_LATENCY = 0
 OUTPUT_LATENCY = 1
 ORDER_LATENCY = 1
@@ -82,9 +128,20 @@ _MEMORY = re.compile(
 )
 
 
-def latency(opcode: str) -> int:
-    """Issue-to-use latency of an opcode (cycles), from the table in the module docstring."""
-    return LATENCY[latency_class(opcode)]
+def latency(opcode: str, mcpu: str = DEFAULT_CPU) -> int:
+    """Issue-to-use latency of an opcode (cycles) on ``mcpu`` (a key of `LATENCY_BY_CPU`),
+    from the tables in the module docstring."""
+    return latency_table(mcpu)[latency_class(opcode)]
+
+
+def latency_table(mcpu: str) -> dict[str, int]:
+    """The class latencies of ``mcpu``; `InputError` naming the known targets if it has none."""
+    table = LATENCY_BY_CPU.get(mcpu)
+    if table is None:
+        raise InputError(
+            f"no latency table for target {mcpu!r} (known: {', '.join(LATENCY_BY_CPU)})"
+        )
+    return table
 
 
 def latency_class(opcode: str) -> str:
@@ -105,6 +162,8 @@ def latency_class(opcode: str) -> str:
         return "quarter"
     if _B64.match(opcode):
         return "b64"
+    if opcode.startswith("S_"):
+        return "salu"
     return "alu"
 
 

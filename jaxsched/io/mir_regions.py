@@ -90,11 +90,15 @@ class MirModule(ParsedMir):
     regions: list[MirRegion]
 
 
-def read_mir(source: str | os.PathLike, text: str | None = None) -> MirModule:
+def read_mir(
+    source: str | os.PathLike, text: str | None = None, *, mcpu: str = lat.DEFAULT_CPU
+) -> MirModule:
     """Parse MIR from a path, or from ``text`` (``source`` then only names it in errors), and
-    extract its regions; see `jaxsched.io.mir_parse.read_mir_text` for what is checked."""
+    extract its regions with ``mcpu``'s latencies (`jaxsched.io.latency.LATENCY_BY_CPU`); see
+    `jaxsched.io.mir_parse.read_mir_text` for what is checked."""
     parsed = read_mir_text(source, text)
-    return MirModule(parsed.source, parsed.lines, parsed.functions, extract_regions(parsed))
+    regions = extract_regions(parsed, mcpu=mcpu)
+    return MirModule(parsed.source, parsed.lines, parsed.functions, regions)
 
 
 # ---------------------------------------------------------------------- registers
@@ -276,9 +280,12 @@ def _mem_kind(ins: MirInstr) -> _MemKind:
 
 
 # ---------------------------------------------------------------------- dependence graph
-def build_edges(instrs: tuple[MirInstr, ...], widths: dict[str, int | None]) -> list[Edge]:
-    """All dependence edges among ``instrs`` (ids = positions), see the module docstring."""
-    deps = _Dependences(instrs, widths)
+def build_edges(
+    instrs: tuple[MirInstr, ...], widths: dict[str, int | None], mcpu: str = lat.DEFAULT_CPU
+) -> list[Edge]:
+    """All dependence edges among ``instrs`` (ids = positions), see the module docstring;
+    data edges carry ``mcpu``'s latencies."""
+    deps = _Dependences(instrs, widths, lat.latency_table(mcpu))
     for i, ins in enumerate(instrs):
         eff = _effects(ins, widths)
         for reg, mask in eff.vuses:
@@ -294,8 +301,11 @@ class _Dependences:
     """The state `build_edges` carries from one instruction to the next, and the edges so far
     (virtual registers per lane bit, physical units, memory accesses since the last barrier)."""
 
-    def __init__(self, instrs: tuple[MirInstr, ...], widths: dict[str, int | None]) -> None:
+    def __init__(
+        self, instrs: tuple[MirInstr, ...], widths: dict[str, int | None], table: dict[str, int]
+    ) -> None:
         self.instrs, self.widths = instrs, widths
+        self.latency = [table[lat.latency_class(x.opcode)] for x in instrs]  # per instruction
         self.edges: list[Edge] = []
         self.vdefs: dict[
             str, list[tuple[int, int, int, bool]]
@@ -319,7 +329,7 @@ class _Dependences:
             if dead:
                 continue  # LLVM: a dead def has no uses and kills nothing
             if remaining & dmask:
-                self._edge(j, i, lat.latency(self.instrs[j].opcode), "data")
+                self._edge(j, i, self.latency[j], "data")
             remaining &= ~kmask
         lanes = self.pending.setdefault(reg, {})
         for b in _bits(mask):
@@ -349,7 +359,7 @@ class _Dependences:
             defs = self.p_defs.get(u, [])
             if defs and defs[-1][0] != i:
                 j = defs[-1][0]
-                self._edge(j, i, lat.latency(self.instrs[j].opcode), "data")
+                self._edge(j, i, self.latency[j], "data")
             self.p_uses.setdefault(u, []).append(i)
         for units, dead in pdefs:
             for u in units:
@@ -502,8 +512,12 @@ def _class_of(fn: MirFunction, reg: str, inline: dict[str, str]) -> str:
     return fn.reg_classes.get(reg) or inline.get(reg, "")
 
 
-def extract_regions(module: ParsedMir, min_size: int = 2) -> list[MirRegion]:
-    """Every scheduling region of ``module`` with at least ``min_size`` instructions."""
+def extract_regions(
+    module: ParsedMir, min_size: int = 2, *, mcpu: str = lat.DEFAULT_CPU
+) -> list[MirRegion]:
+    """Every scheduling region of ``module`` with at least ``min_size`` instructions, edges
+    with ``mcpu``'s latencies."""
+    lat.latency_table(mcpu)  # an unknown target fails here, before any work
     out: list[MirRegion] = []
     for fn in module.functions:
         inline: dict[str, str] = {}
@@ -525,7 +539,8 @@ def extract_regions(module: ParsedMir, min_size: int = 2) -> list[MirRegion]:
             live = _live_before_each(b, live_out[b.number])
             for k, run in enumerate(runs):
                 name = f"{fn.name}:bb.{b.number}:{k}"
-                out.append(_make_region(name, fn, b, run, live, regs_all, widths, inline))
+                region = _make_region(name, fn, b, run, live, regs_all, widths, inline, mcpu)
+                out.append(region)
     return out
 
 
@@ -538,6 +553,7 @@ def _make_region(
     regs_all: dict[str, Register | None],
     widths: dict[str, int | None],
     inline: dict[str, str],
+    mcpu: str,
 ) -> MirRegion:
     instrs = tuple(b.instrs[k] for k in run)
     groups = tuple((b.instrs[k].line, *b.trailing[k]) for k in run)
@@ -577,7 +593,7 @@ def _make_region(
             reg = regs_all.get(r)
             if reg is not None:
                 through[reg.file] = through.get(reg.file, 0) + reg.width
-        edges = build_edges(instrs, widths)
+        edges = build_edges(instrs, widths, mcpu)
         region = Region.build(name, insts, used, edges, live_in, live_out, through)
     except RegionError as e:
         return MirRegion(name, fn.name, b.number, instrs, groups, None, str(e))

@@ -8,6 +8,7 @@ expanded once to dense lookup arrays (`Machine.occupancy_lut`).
 
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -16,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsched.errors import InputError
+from jaxsched.machines.amdgpu import TARGETS, sgpr_steps, vgpr_steps
 
 
 @dataclass(frozen=True)
@@ -267,11 +269,44 @@ def generic(
     )
 
 
-PRESETS = {"gfx906": gfx906, "generic": generic}
+def amdgpu_machine(name: str) -> Machine:
+    """An AMD GPU of `jaxsched.machines.amdgpu.TARGETS` (``gfx90a``, ``gfx942``, ``gfx1100``,
+    ``gfx1100-wave64``, ``gfx1201``, ``gfx1201-wave64``; ``gfx906`` gives the same tables as
+    `gfx906`), with LLVM 19's occupancy rules.
+
+    Files ``VGPR`` and ``SGPR``, target occupancy ``getMaxWavesPerEU``. ``VGPR`` counts every
+    vector register of a wave: on gfx90a/gfx942 ArchVGPRs and AGPRs together (one 512-entry
+    file; the MIR front end counts AGPR and AV classes as VGPR), so a kernel's count is
+    `jaxsched.machines.amdgpu.unified_vgprs`. VGPRs above ``getAddressableNumVGPRs`` spill
+    (occupancy 1). Raises `InputError` for an unknown name.
+    """
+    t = TARGETS.get(name)
+    if t is None:
+        raise InputError(f"unknown AMDGPU target {name!r} (known: {', '.join(TARGETS)})")
+    steps, overflow = sgpr_steps(t)
+    return Machine(
+        name=t.name,
+        issue_width=1,
+        files=(
+            RegisterFile("VGPR", vgpr_steps(t), overflow_occupancy=1),
+            RegisterFile("SGPR", steps, overflow_occupancy=overflow),
+        ),
+        target_occupancy=t.max_waves_per_eu,
+    )
+
+
+#: Machine presets by name: the paper's gfx906, LLVM's other AMDGPU targets, a generic GPU.
+PRESETS = {
+    "gfx906": gfx906,
+    **{name: functools.partial(amdgpu_machine, name) for name in TARGETS if name != "gfx906"},
+    "generic": generic,
+}
 
 
 def get_machine(name: str) -> Machine:
-    """A preset by name (``gfx906``, ``generic``); raises `InputError` listing presets."""
+    """A preset by name (`PRESETS`: ``gfx906``, ``gfx90a``, ``gfx942``, ``gfx1100``,
+    ``gfx1100-wave64``, ``gfx1201``, ``gfx1201-wave64``, ``generic``); raises `InputError`
+    listing presets."""
     try:
         return PRESETS[name]()
     except KeyError:
