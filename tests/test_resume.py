@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -107,12 +108,16 @@ def test_reversed_and_split_files_give_the_same_results(regions_file, tmp_path):
 
 @pytest.mark.slow
 def test_kill_9_then_resume_writes_the_uninterrupted_file(regions_file, tmp_path):
-    """SIGKILL at random moments (own processes, a shared executable store so restarts are
-    quick), then --resume until done: the file equals an uninterrupted run's."""
+    """SIGKILL at random moments of a run (own processes, a shared executable store so
+    restarts are quick; moments drawn within an uninterrupted warm run's time), then --resume
+    until done: the file equals an uninterrupted run's."""
     env = {**os.environ, "JAXSCHED_CACHE_DIR": str(tmp_path / "xla")}
     cmd = [sys.executable, "-m", "jaxsched", "schedule", str(regions_file), *FAST]
-    ref = tmp_path / "ref.jsonl"
+    ref, warm = tmp_path / "ref.jsonl", tmp_path / "warm.jsonl"
     subprocess.run([*cmd, "--out", str(ref)], env=env, check=True, timeout=600)
+    t0 = time.perf_counter()
+    subprocess.run([*cmd, "--out", str(warm)], env=env, check=True, timeout=600)
+    seconds = time.perf_counter() - t0
     out = tmp_path / "killed.jsonl"
     rng = np.random.default_rng(0)
     kills = 0
@@ -124,7 +129,7 @@ def test_kill_9_then_resume_writes_the_uninterrupted_file(regions_file, tmp_path
             stderr=subprocess.DEVNULL,
         )
         try:
-            proc.wait(timeout=float(rng.uniform(0.5, 6.0)))
+            proc.wait(timeout=float(rng.uniform(0.2, 0.95)) * seconds)
         except subprocess.TimeoutExpired:
             proc.send_signal(signal.SIGKILL)
             proc.wait()

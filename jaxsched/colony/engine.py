@@ -333,6 +333,14 @@ class Pool:
         self.fill.pass_no[slot] = pass_no
         self.fill.fill[slot] = True
 
+    def executable(self):
+        """The pool's `advance`, compiled or loaded from the store (once per pool)."""
+        if self.exe is None:
+            prep = jax.tree.map(jnp.array, self.prep_host)
+            fill = jax.tree.map(jnp.array, self.fill)
+            self.exe, self.compile_seconds = self.run.compiled(self.passes, prep, fill)
+        return self.exe
+
     def stop(self) -> list[tuple[int, PassResult]]:
         """(slot, best so far) of every busy slot's pass (a pass not started yet: its
         start); the slots are then free."""
@@ -352,9 +360,7 @@ class Pool:
             self.prep = jax.tree.map(jnp.array, self.prep_host)
         fill = jax.tree.map(jnp.array, self.fill)
         self.fill.fill[:] = False
-        if self.exe is None:  # once per pool: compiled, or loaded from the store
-            self.exe, self.compile_seconds = self.run.compiled(self.passes, self.prep, fill)
-        self.passes, live = self.exe(
+        self.passes, live = self.executable()(
             self.passes, self.prep, self.run.machine, self.run.params, self.run.key,
             fill, jnp.int32(steps),
         )  # fmt: skip

@@ -576,13 +576,13 @@ def warmup(
     progress: Callable[[dict], None] | None = None,
     **overrides,
 ) -> list[dict]:
-    """Compile the executables `schedule` uses (problem derivation, init, run, solution) for
-    each bucket's `canonical_shape`, its fitted config (`fit_ants`) and batch sizes
-    (`batch_sizes` up to `batch_cap`, or ``batches``), into the executable store
-    (`jaxsched.store`), so that a later `schedule` with the same machine, options
-    and JAX installation compiles nothing for regions that fit those shapes (regions with more
-    successors, predecessors, uses, defs or registers grow their bucket's shape and compile at
-    first use). Returns one record per (bucket, batch): ants, compilations, loads, seconds."""
+    """Compile the executables `schedule` uses on one device (the engine's pool of each
+    bucket's `canonical_shape`, its fitted config (`fit_ants`) and pool sizes (`batch_sizes`
+    up to `batch_cap`, or ``batches``)) into the executable store (`jaxsched.store`), so that
+    a later `schedule` with the same machine, options and JAX installation compiles nothing
+    for regions that fit those shapes (regions with more successors, predecessors, uses, defs
+    or registers grow their bucket's shape and compile at first use). Returns one record per
+    (bucket, pool size): ants, compilations, loads, seconds."""
     from jaxsched.problem.generate import generate_region
 
     machine = machine or gfx906()
@@ -593,6 +593,7 @@ def warmup(
     if bad:
         raise InputError(f"warmup: buckets are powers of two from 16, got {bad}")
     region, key = generate_region(0, 2), jax.random.key(0)
+    run = engine._Run(machine=machine.arrays(), params=params, key=key, config=config)
     out = []
     for n in buckets:
         shape = canonical_shape(PaddedShape(n, 1, 1, 1, 1, 1, 1, machine.num_files))
@@ -600,7 +601,9 @@ def warmup(
         cap = batch_cap(shape, cfg, options.memory_budget, options.max_batch)
         for size in batches or batch_sizes(cap):
             c0, l0, t0 = COMPILED.compilations, COMPILED.loads, time.perf_counter()
-            _prepare(Batch([0], shape, cfg, size), [region], machine, params, key, options, {})
+            jobs = _jobs([region], [0], machine, shape, options, {})
+            engine.Pool(size, jobs, cfg, run._replace(config=cfg)).executable()
+            engine.Host(machine, params, cfg).retarget(jobs[0], 0, jobs[0].prob.start_order[0])
             rec = {
                 "bucket": n,
                 "batch": size,
