@@ -1,7 +1,7 @@
 """Benchmark: what a user waits for, cold (empty executable store) and warm (filled), against
 llc on the same files.
 
-    .venv/bin/python benchmarks/latency.py [--kernels DIR] [--files N] [--name latency]
+    .venv/bin/python benchmarks/latency.py [--kernels DIR] [--files N] [--every K] [--name latency]
 
 Each measurement is a new process running the ``jaxsched`` command a user would run, with its
 own executable store (``JAXSCHED_CACHE_DIR``): first empty ("cold": every executable traced,
@@ -38,13 +38,14 @@ KERNELS = harness.ROOT.parent / "shared" / "data" / "kernels.tar.gz"
 PHASES = ("import_s", "trace_s", "lower_s", "compile_s", "load_s", "run_s")
 
 
-def kernel_files(path: Path, tmp: Path, limit: int | None) -> list[Path]:
-    """The MIR files of a kernels folder or of the shared tarball (unpacked into ``tmp``)."""
+def kernel_files(path: Path, tmp: Path, limit: int | None, every: int = 1) -> list[Path]:
+    """The MIR files of a kernels folder or of the shared tarball (unpacked into ``tmp``),
+    sorted by name; every ``every``-th of them, at most ``limit``."""
     if path.suffix == ".gz":
         with tarfile.open(path) as tar:
             tar.extractall(tmp, filter="data")
         path = tmp / "kernels" / "mir"
-    files = sorted(path.glob("*.mir"))
+    files = sorted(path.glob("*.mir"))[::every]
     return files[:limit] if limit else files
 
 
@@ -194,14 +195,15 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--kernels", type=Path, default=KERNELS, help="kernels.tar.gz or a MIR dir")
     ap.add_argument("--files", type=int, default=None, help="only the first N kernel files")
+    ap.add_argument("--every", type=int, default=1, help="every K-th file (a sample)")
     ap.add_argument("--llc", default="/usr/lib/llvm-15/bin/llc")
     ap.add_argument("--no-one-call", action="store_true", help="skip (c)")
     ap.add_argument("--name", default="latency")
     args = ap.parse_args(argv)
-    report = {"environment": harness.environment(files=args.files)}
+    report = {"environment": harness.environment(files=args.files, every=args.every)}
     with tempfile.TemporaryDirectory() as t:
         tmp = Path(t)
-        files = kernel_files(args.kernels, tmp, args.files)
+        files = kernel_files(args.kernels, tmp, args.files, args.every)
         report["readme"] = cold_warm(["schedule", "examples/kernel.jsonl", "--quiet"], tmp)
         print(f"README example: {report['readme']['cold']['wall_s']:.1f} s cold, "
               f"{report['readme']['warm']['wall_s']:.1f} s warm", flush=True)  # fmt: skip
