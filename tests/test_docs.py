@@ -1,0 +1,90 @@
+"""The docs name only what exists: every `jaxsched.x.y` reference and every `file.py` path in
+the docs and the README resolves, and in the algorithm docs (colony, makespan) every code name
+in backticks (`module.name`, `_private`, `snake_case`) is defined in the package."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+from pathlib import Path
+
+import pytest
+
+import jaxsched
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]
+#: Docs whose backticked code names must all exist (the algorithm's descriptions).
+ALGORITHM_DOCS = ("colony.md", "makespan.md")
+SOURCE = "\n".join(p.read_text() for p in (ROOT / "jaxsched").rglob("*.py"))
+#: Module short name -> full names (`host` -> jaxsched.colony.host, jaxsched.makespan.host).
+MODULES: dict[str, list[str]] = {}
+for _m in pkgutil.walk_packages(jaxsched.__path__, "jaxsched."):
+    MODULES.setdefault(_m.name.rsplit(".", 1)[-1], []).append(_m.name)
+
+
+def _spans(text: str) -> list[str]:
+    """Backticked spans outside fenced code blocks, calls stripped (`f(x)` -> `f`)."""
+    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    return [re.sub(r"\(.*\)$", "", s.strip()) for s in re.findall(r"`([^`\n]+)`", text)]
+
+
+def _attr_chain(obj, names: list[str]) -> bool:
+    for name in names:
+        if not hasattr(obj, name):
+            return False
+        obj = getattr(obj, name)
+    return True
+
+
+def _resolves(dotted: str) -> bool:
+    """`jaxsched.a.b.C.d`, or `module.name` for a module of the package's (any of them)."""
+    parts = dotted.split(".")
+    if parts[0] == "jaxsched":
+        for k in range(len(parts), 0, -1):
+            try:
+                module = importlib.import_module(".".join(parts[:k]))
+            except ImportError:
+                continue
+            return _attr_chain(module, parts[k:])
+        return False
+    return any(_attr_chain(importlib.import_module(full), parts[1:]) for full in MODULES[parts[0]])
+
+
+def _defined(name: str) -> bool:
+    return re.search(r"(?<!\w)" + re.escape(name) + r"(?!\w)", SOURCE) is not None
+
+
+def _file_exists(span: str) -> bool:
+    roots = (ROOT, ROOT / "jaxsched")
+    return any((r / span).exists() for r in roots) or any((ROOT / "jaxsched").rglob(span))
+
+
+def _problem(span: str, strict: bool) -> str | None:
+    """What is wrong with one span (None: nothing, or not a code name we check)."""
+    if re.fullmatch(r"[\w/]+\.py", span):
+        return None if _file_exists(span) else f"file {span}"
+    if re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+", span):
+        checked = span.startswith("jaxsched.") or (strict and span.split(".")[0] in MODULES)
+        return f"name {span}" if checked and not _resolves(span) else None
+    if strict and re.fullmatch(r"_?[a-z]\w*_\w*|_\w+", span) and not _defined(span):
+        return f"name {span}"
+    return None
+
+
+def _problems(doc: Path) -> list[str]:
+    strict = doc.name in ALGORITHM_DOCS
+    found = (_problem(span, strict) for span in _spans(doc.read_text()))
+    return [p for p in found if p]
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
+def test_every_name_the_docs_mention_exists(doc):
+    assert _problems(doc) == []
+
+
+def test_the_check_finds_a_missing_name(tmp_path):
+    doc = tmp_path / "colony.md"
+    doc.write_text("`construct._no_such_name`, `_no_such_helper`, `jaxsched.colony.nope`, `x.py`")
+    assert len(_problems(doc)) == 4
