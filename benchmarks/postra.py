@@ -2,7 +2,8 @@
 the real training kernels, with the model's view beside each function.
 
     .venv/bin/python benchmarks/postra.py [--kernels kernels.tar.gz|DIR] [--targets gfx906,gfx942]
-        [--files N] [--every K] [--llc LLC15] [--llc-new LLC19] [--seed 0] [--name postra]
+        [--files N] [--every K] [--llc LLC15] [--llc-new LLC19] [--seed 0] [--set KEY=VALUE]
+        [--name postra]
 
 Per target: each kernel's IR (``ll/*.ll`` of ``../shared/data/kernels.tar.gz``, clang 15 for
 gfx906) without its ``"target-cpu"``/``"target-features"`` attributes goes through
@@ -118,7 +119,8 @@ def one_target(target: str, files: list[Path], args, tmp: Path) -> dict:
     regions = [r for _, m in mods.values() for r in m.regions]
     t0 = time.perf_counter()
     orders, notes = schedule_orders(
-        regions, lambda rs: [r.order for r in schedule(rs, machine, seed=args.seed)]
+        regions,
+        lambda rs: [r.order for r in schedule(rs, machine, seed=args.seed, **args.overrides)],
     )
     seconds = time.perf_counter() - t0
     kernels, k = [], 0
@@ -211,7 +213,8 @@ def markdown(report: dict) -> str:
     lines = [
         "# After register allocation: LLVM's scheduler against jaxsched's",
         "",
-        f"{env['cpu']}, {env['cores']} cores; JAX {env['jax']}; seed {report['seed']}. "
+        f"{env['cpu']}, {env['cores']} cores; JAX {env['jax']}; seed {report['seed']}, "
+        f"overrides {report['overrides'] or 'none'}. "
         f"Kernels: `{report['kernels']}` ({report['files']} files). Each file compiled twice "
         "by llc from the same pre-scheduler MIR; the model's view (occupancy, VGPR peak, "
         "length over the function's regions) beside it.",
@@ -272,10 +275,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--llc-new", default="/usr/lib/llvm-19/bin/llc", help="llc for the others")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--name", default="postra")
+    ap.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE",
+        help="a `schedule` keyword (float), e.g. rp_headroom=0 (repeatable)",
+    )  # fmt: skip
     args = ap.parse_args(argv)
+    args.overrides = {k: float(v) for k, v in (kv.split("=", 1) for kv in args.set)}
     report = {
         "environment": harness.environment(files=args.files, every=args.every),
         "seed": args.seed,
+        "overrides": args.overrides,
         "kernels": str(args.kernels),
     }
     with tempfile.TemporaryDirectory() as t:

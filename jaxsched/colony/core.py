@@ -344,6 +344,8 @@ def region_solution(
         cost=cost,
         occupancy=occ,
         length=lengths,
+        peak=peaks,
+        limit=rules.limits(lut, target, rp.cost, xp),
         allowed=allowed,
         ilp_start=ilp_start,
         ilp_start_length=ilp_start_length,

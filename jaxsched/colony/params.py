@@ -125,6 +125,11 @@ class ColonyParams(NamedTuple):
     occ_gain: jnp.ndarray  # f32[]: revert filter: keep the shortest start when the colony gained
     max_len_loss: jnp.ndarray  # f32[]: at most occ_gain occupancy (3) but lost more than
     #                            max_len_loss cycles (63); occ_gain 0 turns the filter off
+    rp_headroom: jnp.ndarray  # f32[]: headroom rule: the top fraction of each file's RP limit
+    #                           that a result may enter above the frugal candidate's peak (the
+    #                           lowest at the same RP target) only for a length gain of at
+    #                           least the registers it takes there over the limit (0.125; 0
+    #                           turns the rule off)
     weight_latency: jnp.ndarray  # f32[] | f32[2]: the instruction's largest latency to a
     #                              successor
     weight_position: jnp.ndarray  # f32[] | f32[2]: earliness in the input order
@@ -160,6 +165,7 @@ DEFAULTS = dict(
     cycle_threshold_fraction=0.01,
     occ_gain=3.0,
     max_len_loss=63.0,
+    rp_headroom=0.125,
     weight_latency=0.0,
     weight_position=0.0,
     weight_kill=0.0,
@@ -184,8 +190,9 @@ PER_FILE_WEIGHTS = ("weight_kill", "weight_born")
 #: Heuristic weights that are one scalar per pass by name (no pass axis).
 SCALAR_WEIGHTS = ("weight_last_use", "weight_last_use_rp")
 
-#: Filter values that turn both filters off (``schedule(..., filters=False)``).
-NO_FILTERS = dict(cycle_threshold=-1.0, occ_gain=0.0)
+#: Filter values that turn the filters off (``schedule(..., filters=False)``): the cycle
+#: threshold, the revert filter and the headroom rule.
+NO_FILTERS = dict(cycle_threshold=-1.0, occ_gain=0.0, rp_headroom=0.0)
 
 
 def default_params(**overrides) -> ColonyParams:

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 from jaxsched.colony.construct import BIG
 from jaxsched.colony.params import ColonyParams, no_improvement_limit
 from jaxsched.colony.problem import STARTS, ColonyProblem
-from jaxsched.machines.model import occupancy_jax, rp_cost_jax
+from jaxsched.machines.model import RP_UNLIMITED, occupancy_jax, rp_cost_jax, rp_limits
 
 Array = Any  # a NumPy or JAX array
 #: Candidate indices (see `problem.SOURCES`): the starts, then the colony's two passes.
@@ -131,6 +131,8 @@ def pick_result(
     cost: Array,
     occupancy: Array,
     length: Array,
+    peak: Array,
+    limit: Array,
     allowed: Array,
     ilp_start: Array,
     ilp_start_length: Array,
@@ -140,10 +142,12 @@ def pick_result(
     xp: ModuleType,
 ) -> Array:
     """Index of a region's result among its candidates (`problem.SOURCES`: the starts, the RP
-    pass's best, the ILP pass's best; ``cost``, ``occupancy``, ``length``, ``allowed`` [C]):
-    the ILP pass's best if shorter than its start within the RP target, else that start; the
-    revert filter (a small occupancy gain bought with many cycles keeps the shortest start);
-    the exact schedule when better or proven; never worse than the input order."""
+    pass's best, the ILP pass's best; ``cost``, ``occupancy``, ``length``, ``allowed`` [C],
+    ``peak`` [C, F]; ``limit`` [F] the RP limits of ``rp_target``, `rp_limits`): the ILP
+    pass's best if shorter than its start within the RP target, else that start; the revert
+    filter (a small occupancy gain bought with many cycles keeps the
+    shortest start); the headroom rule (`frugal`); the exact schedule when better or proven;
+    never worse than the input order."""
     colony_ok = (length[COLONY] < ilp_start_length) & (cost[COLONY] <= rp_target)
     pick = xp.where(colony_ok, COLONY, ilp_start)
     starts = allowed & (xp.arange(cost.shape[0]) < EXACT)
@@ -152,12 +156,49 @@ def pick_result(
     loss = length[COLONY] - length[shortest]
     revert = (gain > 0) & (gain <= params.occ_gain) & (loss > params.max_len_loss)
     pick = xp.where((pick == COLONY) & revert, shortest, pick)
+    ok = allowed & (cost <= rp_target)
+    pick = frugal(pick, peak=peak, length=length, ok=ok, limit=limit, params=params, xp=xp)
 
     def better(a, b):
         return (cost[a] < cost[b]) | ((cost[a] == cost[b]) & (length[a] < length[b]))
 
     pick = xp.where(allowed[EXACT] & (better(EXACT, pick) | proven), EXACT, pick)
     return xp.where(better(0, pick), 0, pick)
+
+
+def frugal(
+    pick: Array,
+    *,
+    peak: Array,
+    length: Array,
+    ok: Array,
+    limit: Array,
+    params: ColonyParams,
+    xp: ModuleType,
+) -> Array:
+    """The headroom rule: ``pick``, or the frugal candidate (lowest summed peak, then length,
+    among ``ok``: those within the RP target, whose per-file limits are ``limit`` int32[F])
+    when ``pick`` (one of ``ok``) takes registers in a file's headroom (the top
+    ``rp_headroom`` of its limit) above the frugal one's peak, ``e`` of them, and is shorter
+    than the frugal one by a fraction of its length below ``e / limit``. Registers below the
+    headroom are free: the model's occupancy depends only on the peak, and the allocator,
+    which needs more than the model's peak, loses the level when the peak ends near the step
+    (docs/colony.md)."""
+    f = lex_argmin(peak.sum(axis=-1), length, ok, xp)
+    bounded = (limit > 0) & (limit < RP_UNLIMITED)
+    lim = xp.where(bounded, limit, 1).astype(xp.float32)
+    safe = xp.floor(lim * (1 - params.rp_headroom))
+    base = xp.maximum(peak[f].astype(xp.float32), safe)
+    excess = xp.maximum(peak[pick].astype(xp.float32) - base, 0) / lim
+    excess = xp.where(bounded, excess, 0).max()
+    gain = (length[f] - length[pick]).astype(xp.float32)
+    gain = gain / xp.maximum(length[f], 1).astype(xp.float32)
+    return xp.where(ok[pick] & (excess > 0) & (gain < excess), f, pick)
+
+
+def limits(lut: Array, target: Array, cost: Array, xp: ModuleType) -> Array:
+    """int32[F]: the per-file RP limits of RP cost ``cost`` (`rp_limits`)."""
+    return rp_limits(lut, target, cost, xp=xp)
 
 
 def heuristic_pick(cost: Array, length: Array, allowed: Array, xp: ModuleType) -> Array:
