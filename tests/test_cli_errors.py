@@ -184,7 +184,9 @@ def _reverse_topological(regions):
 def test_mir_schedule_writes_every_instruction_once(tmp_path, capsys, monkeypatch):
     """The CLI path with a (fast, pure Python) scheduler in place of the colony."""
     monkeypatch.setattr(
-        jaxsched.cli.mir, "scheduler_for", lambda m, machine, seed: (_reverse_topological, "rev")
+        jaxsched.cli.mir,
+        "scheduler_for",
+        lambda m, machine, seed, **kw: (_reverse_topological, "rev"),
     )
     for ll in sorted(DATA.glob("amdgpu_*.ll")):
         mir = tmp_path / f"{ll.stem}.mir"
