@@ -10,7 +10,12 @@ Typical use::
     )
     text = write_mir(module, orders)           # same MIR, instructions reordered
 
-The front end imports no solver: the caller passes the scheduling function.
+The front end imports no solver: the caller passes the scheduling function (only
+`schedule_files`, given none, imports `jaxsched.colony` when it runs). Many files in one
+scheduler call::
+
+    for f in schedule_files(["a.mir", "b.ll"], get_machine("gfx942"), seed=0):
+        print(f.path, f.error or f"{f.changed} regions reordered, {f.before} -> {f.after}")
 
 `compare` runs ``llc`` twice (LLVM's own scheduler, and our order with
 ``-start-after=machine-scheduler``) and reads VGPRs, SGPRs, occupancy, spills, scratch and code

@@ -18,7 +18,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from jaxsched.io.mir_parse import MirInstr, RegOperand, _find_top, _top_level
+from jaxsched.io.mir_parse import (
+    MirInstr,
+    RegOperand,
+    _find_top,
+    _top_level,
+    parse_reg_operand,
+)
 from jaxsched.io.mir_regions import MirRegion, phys_units
 
 #: A position of a register operand: (instruction id in the region, index into its ``regs``).
@@ -149,9 +155,8 @@ def set_killed(ins: MirInstr, line: str, changes: dict[int, bool]) -> str:
     text = ins.text
     if line[indent : indent + len(text)] != text:
         return line
-    reg_spans = [
-        s for s in operand_spans(text) if _is_reg_piece(text[s[0] : s[1]])
-    ]  # register operands, as parse_instruction keeps them
+    # The register operands, as parse_instruction keeps them.
+    reg_spans = [s for s in operand_spans(text) if _is_reg_piece(text[s[0] : s[1]])]
     if len(reg_spans) != len(ins.regs):
         return line
     for k in sorted(changes, reverse=True):
@@ -161,8 +166,6 @@ def set_killed(ins: MirInstr, line: str, changes: dict[int, bool]) -> str:
 
 
 def _is_reg_piece(piece: str) -> bool:
-    from jaxsched.io.mir_parse import parse_reg_operand
-
     return parse_reg_operand(piece, in_defs=False) is not None
 
 
