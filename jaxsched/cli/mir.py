@@ -191,6 +191,8 @@ def run_import(args: argparse.Namespace) -> int:
 
 
 def run_schedule(args: argparse.Namespace) -> int:
+    """``mir schedule``: every input's regions in one scheduler call, each file written (or
+    its error printed); exit 2 if any file failed."""
     from jaxsched.io.mir import schedule_files
 
     machine = machine_named(args.machine)

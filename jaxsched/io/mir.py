@@ -32,7 +32,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from jaxsched.errors import InputError
 from jaxsched.files import open_binary
@@ -40,6 +40,9 @@ from jaxsched.io.mir_parse import MirError
 from jaxsched.io.mir_regions import MirModule, MirRegion, extract_regions, read_mir
 from jaxsched.io.mir_write import OrderError, check_order, write_mir
 from jaxsched.problem.region import Region
+
+if TYPE_CHECKING:
+    from jaxsched.machines.model import Machine
 
 __all__ = [
     "AsmStats",
@@ -438,7 +441,7 @@ def machine_target(machine_name: str) -> tuple[str, str] | None:
 
 def schedule_files(
     paths: Sequence[str | os.PathLike],
-    machine=None,
+    machine: Machine | None = None,
     *,
     seed: int = 0,
     time_limit: float | None = None,
@@ -480,7 +483,7 @@ def schedule_files(
     return files
 
 
-def _default_machine():
+def _default_machine() -> Machine:
     from jaxsched.machines.model import gfx906
 
     return gfx906()
@@ -497,7 +500,9 @@ def _machine_cpu(machine_name: str, mcpu: str | None) -> tuple[str, str]:
     return target
 
 
-def _colony(machine, seed: int, time_limit: float | None) -> Scheduler:
+def _colony(machine: Machine, seed: int, time_limit: float | None) -> Scheduler:
+    """`jaxsched.colony.schedule` on ``machine`` as a `Scheduler` (imported when called)."""
+
     def colony(regions: list[Region]) -> list[tuple[int, ...]]:
         from jaxsched.colony import schedule
 
@@ -525,7 +530,7 @@ def _read_one(
         f.module, f.error = None, _named(f.path, e.strerror or str(e))
 
 
-def _finish_one(f: FileSchedule, machine) -> None:
+def _finish_one(f: FileSchedule, machine: Machine) -> None:
     """Write ``f``'s MIR text and measure its input and scheduled orders (``f.error`` if an
     order fails)."""
     from jaxsched.heuristics import issue_cycles
