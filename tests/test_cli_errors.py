@@ -153,7 +153,7 @@ def _instructions_per_block(text: str) -> dict[tuple[str, int], list[str]]:
     module = read_mir("x", text=text)
     return {
         (f.name, b.number): sorted(
-            module.lines[x].strip()
+            module.lines[x].strip().replace("killed ", "")  # kill flags may move
             for ins, tr in zip(b.instrs, b.trailing, strict=True)
             for x in (ins.line, *tr)
         )
