@@ -1,8 +1,13 @@
 """``jaxsched mir import|schedule|compare``: LLVM AMDGPU MIR front end.
 
 jaxsched mir import IN.mir -o regions.jsonl      # or IN.ll (runs llc first)
-jaxsched mir schedule IN.mir -o OUT.mir [--machine gfx906] [--seed 0]
+jaxsched mir schedule IN.mir -o OUT.mir [--machine gfx906] [--seed 0] [--time-limit S]
+jaxsched mir schedule A.mir B.ll C.mir -o OUTDIR # every region of every file in one call
 jaxsched mir compare IN.ll [--json]              # llc with LLVM's scheduler vs ours
+
+--machine NAME (an AMDGPU preset) sets llc's -mcpu and the MIR latency table; a MIR file
+compiled for another target-cpu is an error unless --force-target. --llc PATH (or
+$JAXSCHED_LLC) chooses the llc run on .ll inputs and by compare.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-from jaxsched.cli.main import MACHINE_HELP, UsageError, machine_named, seed_type
+from jaxsched.cli.main import MACHINE_HELP, UsageError, machine_named, seconds_type, seed_type
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -31,10 +36,35 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _common(imp, schedule=False)
     imp.set_defaults(func=run_import)
 
-    sch = sub.add_parser("schedule", help="schedule every region and write the MIR back")
-    sch.add_argument("input", help="MIR (llc -stop-before=machine-scheduler) or .ll file")
-    sch.add_argument("-o", "--output", required=True, help="output MIR file")
+    sch = sub.add_parser(
+        "schedule", help="schedule every region of one or more files and write the MIR back"
+    )
+    sch.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="INPUT",
+        help="MIR (llc -stop-before=machine-scheduler) or .ll files, all scheduled in one call",
+    )
+    sch.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        help="output MIR file (one input), or directory (several: each output keeps its "
+        "input's base name, .mir)",
+    )
     _common(sch, schedule=True)
+    sch.add_argument(
+        "--time-limit",
+        type=seconds_type,
+        default=None,
+        metavar="SECONDS",
+        help="stop the colony after this many seconds; every region keeps its best order",
+    )
+    sch.add_argument(
+        "--force-target",
+        action="store_true",
+        help="schedule MIR compiled for another target-cpu than --machine's",
+    )
     sch.set_defaults(func=run_schedule)
 
     cmp_ = sub.add_parser("compare", help="compile with LLVM's scheduler and with ours")
@@ -45,7 +75,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _common(p: argparse.ArgumentParser, schedule: bool) -> None:
-    p.add_argument("--mcpu", default="gfx906", help="llc target CPU for .ll input (gfx906)")
+    p.add_argument(
+        "--mcpu",
+        default=None,
+        help="llc target CPU for .ll input and the latency table (default: --machine's, "
+        "else gfx906)",
+    )
+    p.add_argument(
+        "--llc",
+        default=None,
+        metavar="PATH",
+        help="the llc to run (default $JAXSCHED_LLC, else llc, llc-14 ... on the PATH)",
+    )
     if schedule:
         p.add_argument("--machine", default="gfx906", help=MACHINE_HELP)
         p.add_argument(
@@ -64,13 +105,40 @@ def _common(p: argparse.ArgumentParser, schedule: bool) -> None:
 METHODS = ("auto", "schedule", "heuristic", "original")
 
 
+def _llc(args: argparse.Namespace) -> str | None:
+    """``--llc`` checked (`UsageError` if it names no program), or None for the default."""
+    from jaxsched.io.mir import find_llc
+
+    if args.llc is None:
+        return None
+    found = find_llc(args.llc)
+    if found is None:
+        raise UsageError(f"--llc {args.llc}: no such program")
+    return found
+
+
+def _target(args: argparse.Namespace) -> tuple[str, str]:
+    """(mcpu, mattr) of ``--machine`` / ``--mcpu``; `UsageError` if they disagree."""
+    from jaxsched.io.mir import MCPU, machine_target
+
+    target = machine_target(getattr(args, "machine", "generic"))
+    if target is None:
+        return args.mcpu or MCPU, ""
+    if args.mcpu is not None and args.mcpu != target[0]:
+        raise UsageError(
+            f"--mcpu {args.mcpu} disagrees with --machine {args.machine} ({target[0]})"
+        )
+    return target
+
+
 def _load(args: argparse.Namespace):
     from jaxsched.io.mir import read_input
 
-    return read_input(args.input, mcpu=args.mcpu)
+    mcpu, mattr = _target(args)
+    return read_input(args.input, mcpu=mcpu, mattr=mattr, llc=_llc(args))
 
 
-def scheduler_for(method: str, machine, seed: int):
+def scheduler_for(method: str, machine, seed: int, time_limit: float | None = None):
     """(scheduler for `jaxsched.io.mir.schedule_orders` or None, its name) for ``--method``.
 
     The front end depends on no solver; this is where the CLI wires one in.
@@ -79,7 +147,8 @@ def scheduler_for(method: str, machine, seed: int):
         from jaxsched.colony import schedule
 
         def colony(regions):
-            return [tuple(res.order) for res in schedule(regions, machine, seed=seed)]
+            got = schedule(regions, machine, seed=seed, time_limit=time_limit)
+            return [tuple(res.order) for res in got]
 
         return colony, "jaxsched.colony.schedule"
     if method == "heuristic":
@@ -94,11 +163,13 @@ def scheduler_for(method: str, machine, seed: int):
     raise UsageError(f"unknown --method {method!r} (choose {', '.join(METHODS)})")
 
 
-def _report(module, notes: list[str] | None = None) -> None:
+def _report(module, notes: list[str] | None = None, prefix: str = "") -> None:
+    """The module's size, its regions kept in input order and ``notes``, on stderr."""
     kept = [r for r in module.regions if r.region is None or r.problem]
     n = sum(len(r) for r in module.regions)
     print(
-        f"{len(module.functions)} functions, {len(module.regions)} regions, {n} instructions",
+        f"{prefix}{len(module.functions)} functions, {len(module.regions)} regions, "
+        f"{n} instructions",
         file=sys.stderr,
     )
     for r in kept:
@@ -120,26 +191,100 @@ def run_import(args: argparse.Namespace) -> int:
 
 
 def run_schedule(args: argparse.Namespace) -> int:
-    from jaxsched.io.mir import schedule_orders, write_mir
+    """``mir schedule``: every input's regions in one scheduler call, each file written (or
+    its error printed); exit 2 if any file failed."""
+    from jaxsched.io.mir import schedule_files
 
     machine = machine_named(args.machine)
-    module = _load(args)
-    scheduler, name = scheduler_for(args.method, machine, args.seed)
-    orders, notes = schedule_orders(module, scheduler, name=name)
-    Path(args.output).write_text(write_mir(module, orders))
-    _report(module, notes)
-    changed = sum(o is not None and o != tuple(range(len(o))) for o in orders)
-    print(
-        f"scheduled with {name}: {changed} of {len(orders)} regions reordered; wrote {args.output}"
+    mcpu, _ = _target(args)
+    outputs = output_paths(args.inputs, args.output)
+    scheduler, name = scheduler_for(args.method, machine, args.seed, time_limit=args.time_limit)
+    if scheduler is None:
+        scheduler = _input_orders
+    files = schedule_files(
+        args.inputs,
+        machine,
+        scheduler=scheduler,
+        name=name,
+        mcpu=mcpu,
+        llc=_llc(args),
+        force_target=args.force_target,
     )
-    return 0
+    failed = 0
+    for f, out in zip(files, outputs, strict=True):
+        if f.error is None:
+            try:
+                out.write_text(f.text)
+            except OSError as e:
+                f.error = f"{out}: cannot write: {e.strerror or e}"
+        if f.error is not None:
+            failed += 1
+            print(f"jaxsched {args.command}: error: {f.error}", file=sys.stderr)
+            continue
+        _report(f.module, f.notes, f"{f.path}: " if len(files) > 1 else "")
+        print(_summary_line(f, name, out, len(files) > 1))
+    if len(files) > 1:
+        print(f"{len(files) - failed} of {len(files)} files scheduled in one call")
+    return 2 if failed else 0
+
+
+def _input_orders(regions) -> list[tuple[int, ...]]:
+    return [tuple(range(len(r))) for r in regions]
+
+
+def _summary_line(f, name: str, out: Path, several: bool) -> str:
+    """``[FILE: ]scheduled with NAME: C of R regions reordered, occupancy A -> B, length
+    X -> Y cycles; wrote OUT``."""
+    n = len(f.orders)
+    line = f"{f.path}: " if several else ""
+    line += f"scheduled with {name}: {f.changed} of {n} regions reordered"
+    if f.before is not None and f.after is not None and f.before.occupancy >= 0:
+        line += (
+            f", occupancy {f.before.occupancy} -> {f.after.occupancy}, length "
+            f"{f.before.length} -> {f.after.length} cycles"
+        )
+    return f"{line}; wrote {out}"
+
+
+def output_paths(inputs: list[str], output: str) -> list[Path]:
+    """Where each input's MIR goes: ``output`` itself for one input (or ``output/NAME.mir``
+    when it is a directory); for several, ``output/NAME.mir`` with the directory created.
+    `UsageError` when ``output`` is not a directory, two inputs share a name or an output
+    would overwrite its input."""
+    out = Path(output)
+    if len(inputs) == 1 and not out.is_dir():
+        paths = [out]
+    else:
+        if len(inputs) > 1 and (out.exists() and not out.is_dir()):
+            raise UsageError(f"-o {output}: with {len(inputs)} inputs -o must name a directory")
+        if len(inputs) > 1 and not out.exists() and out.suffix in (".mir", ".ll"):
+            raise UsageError(
+                f"-o {output} names a file; with {len(inputs)} inputs -o must name a directory"
+            )
+        paths = [out / (Path(p).stem + ".mir") for p in inputs]
+        seen: dict[Path, str] = {}
+        for p, src in zip(paths, inputs, strict=True):
+            if p in seen:
+                raise UsageError(f"inputs {seen[p]} and {src} would both be written to {p}")
+            seen[p] = src
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise UsageError(f"-o {output}: cannot create the directory: {e.strerror}") from None
+    for p, src in zip(paths, inputs, strict=True):
+        if p.exists() and Path(src).exists() and p.resolve() == Path(src).resolve():
+            raise UsageError(f"-o would overwrite the input {src}")
+    return paths
 
 
 def run_compare(args: argparse.Namespace) -> int:
     from jaxsched.io.mir import compare
 
     scheduler, name = scheduler_for(args.method, machine_named(args.machine), args.seed)
-    rows, module, notes = compare(args.input, scheduler, name=name, mcpu=args.mcpu)
+    mcpu, mattr = _target(args)
+    rows, module, notes = compare(
+        args.input, scheduler, name=name, mcpu=mcpu, mattr=mattr, llc=_llc(args)
+    )
     if args.json:
         print(
             json.dumps(

@@ -10,7 +10,12 @@ Typical use::
     )
     text = write_mir(module, orders)           # same MIR, instructions reordered
 
-The front end imports no solver: the caller passes the scheduling function.
+The front end imports no solver: the caller passes the scheduling function (only
+`schedule_files`, given none, imports `jaxsched.colony` when it runs). Many files in one
+scheduler call::
+
+    for f in schedule_files(["a.mir", "b.ll"], get_machine("gfx942"), seed=0):
+        print(f.path, f.error or f"{f.changed} regions reordered, {f.before} -> {f.after}")
 
 `compare` runs ``llc`` twice (LLVM's own scheduler, and our order with
 ``-start-after=machine-scheduler``) and reads VGPRs, SGPRs, occupancy, spills, scratch and code
@@ -25,17 +30,23 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
+from jaxsched.errors import InputError
 from jaxsched.files import open_binary
 from jaxsched.io.mir_parse import MirError
 from jaxsched.io.mir_regions import MirModule, MirRegion, extract_regions, read_mir
 from jaxsched.io.mir_write import OrderError, check_order, write_mir
 from jaxsched.problem.region import Region
 
+if TYPE_CHECKING:
+    from jaxsched.machines.model import Machine
+
 __all__ = [
     "AsmStats",
+    "FileSchedule",
     "LlcError",
     "MirError",
     "MirModule",
@@ -44,16 +55,22 @@ __all__ = [
     "Scheduler",
     "asm_stats",
     "check_order",
+    "check_target",
     "compare",
     "extract_regions",
     "find_llc",
+    "latency_cpu",
     "ll_to_asm",
     "ll_to_mir",
     "llvm_orders",
+    "machine_target",
     "mir_to_asm",
     "read_input",
     "read_mir",
+    "schedule_files",
+    "schedule_modules",
     "schedule_orders",
+    "target_cpus",
     "write_mir",
 ]
 
@@ -66,34 +83,51 @@ Scheduler = Callable[[list[Region]], Sequence[Sequence[int]]]
 
 
 class LlcError(MirError):
-    """``llc`` is missing or failed; the message carries its stderr."""
+    """``llc`` is missing or failed; ``stderr`` holds what it printed (the message its first
+    error line)."""
+
+    def __init__(self, message: str, stderr: str = "") -> None:
+        super().__init__(message)
+        self.stderr = stderr
 
 
-def find_llc() -> str | None:
-    """Path of ``llc`` (or ``llc-14``...), honouring ``$JAXSCHED_LLC``; None if absent."""
-    env = os.environ.get("JAXSCHED_LLC")
-    if env:
-        return env if shutil.which(env) or Path(env).exists() else None
-    for name in ("llc", "llc-14", "llc-15", "llc-16", "llc-17", "llc-18"):
+def find_llc(llc: str | os.PathLike | None = None) -> str | None:
+    """Path of the llc to run: ``llc`` if given, else ``$JAXSCHED_LLC``, else the first of
+    ``llc``, ``llc-14`` ... ``llc-19`` on the PATH; None if that one is absent."""
+    chosen = str(llc) if llc else os.environ.get("JAXSCHED_LLC")
+    if chosen:
+        found = shutil.which(chosen)
+        if found:
+            return found
+        return chosen if Path(chosen).is_file() else None
+    for name in ("llc", *(f"llc-{v}" for v in range(14, 20))):
         p = shutil.which(name)
         if p:
             return p
     return None
 
 
-def run_llc(args: Sequence[str], timeout: float = 120.0) -> str:
-    """Run llc with ``args``; return its stdout. `LlcError` if missing or failing."""
-    llc = find_llc()
-    if llc is None:
-        raise LlcError("llc not found (install LLVM, e.g. apt-get install llvm-14)")
+def run_llc(
+    args: Sequence[str], timeout: float = 120.0, *, llc: str | os.PathLike | None = None
+) -> str:
+    """Run llc (`find_llc` of ``llc``) with ``args``; return its stdout. `LlcError` if missing
+    or failing."""
+    exe = find_llc(llc)
+    if exe is None:
+        wanted = llc or os.environ.get("JAXSCHED_LLC")
+        raise LlcError(
+            f"llc {str(wanted)!r} not found"
+            if wanted
+            else "llc not found (install LLVM, e.g. apt-get install llvm-15, or pass --llc)"
+        )
     try:
         proc = subprocess.run(
-            [llc, *args], capture_output=True, text=True, errors="replace", timeout=timeout
+            [exe, *args], capture_output=True, text=True, errors="replace", timeout=timeout
         )
     except subprocess.TimeoutExpired:
         raise LlcError(f"llc {' '.join(args)} did not finish in {timeout:g} s") from None
     except OSError as e:
-        raise LlcError(f"cannot run {llc}: {e.strerror or e}") from None
+        raise LlcError(f"cannot run {exe}: {e.strerror or e}") from None
     if proc.returncode != 0:
         lines = [x.strip() for x in proc.stderr.splitlines() if x.strip()]
         first = next((x for x in lines if "error" in x), lines[-1] if lines else "no message")
@@ -101,40 +135,96 @@ def run_llc(args: Sequence[str], timeout: float = 120.0) -> str:
     return proc.stdout
 
 
-def read_input(path: str | os.PathLike, *, mcpu: str = MCPU) -> MirModule:
-    """A MIR file, or a ``.ll`` file compiled by llc up to the machine scheduler, parsed."""
+def _target_args(mcpu: str, mattr: str) -> list[str]:
+    return ["-march=amdgcn", f"-mcpu={mcpu}", *([f"-mattr={mattr}"] if mattr else [])]
+
+
+def read_input(
+    path: str | os.PathLike,
+    *,
+    mcpu: str = MCPU,
+    mattr: str = "",
+    llc: str | os.PathLike | None = None,
+) -> MirModule:
+    """A MIR file, or a ``.ll`` file compiled by llc up to the machine scheduler, parsed
+    (regions with ``mcpu``'s latencies)."""
     p = Path(path)
     if p.suffix != ".ll":
-        return read_mir(p)
+        return read_mir(p, mcpu=latency_cpu(mcpu))
     open_binary(p, MirError).close()  # missing, a directory, unreadable: a clear MirError
-    return read_mir(str(p), text=ll_to_mir(p, mcpu=mcpu))
+    try:
+        text = ll_to_mir(p, mcpu=mcpu, mattr=mattr, llc=llc)
+    except LlcError as e:
+        raise LlcError(f"{p}: {e}", e.stderr) from None
+    return read_mir(str(p), text=text, mcpu=latency_cpu(mcpu))
+
+
+def latency_cpu(mcpu: str) -> str:
+    """The latency table (`jaxsched.io.latency.LATENCY_BY_CPU`) used for llc's ``mcpu``: its
+    own, else gfx906's."""
+    from jaxsched.io.latency import LATENCY_BY_CPU
+
+    return mcpu if mcpu in LATENCY_BY_CPU else MCPU
 
 
 def ll_to_mir(
-    path: str | os.PathLike, *, mcpu: str = MCPU, stop_before: str = "machine-scheduler"
+    path: str | os.PathLike,
+    *,
+    mcpu: str = MCPU,
+    stop_before: str = "machine-scheduler",
+    mattr: str = "",
+    llc: str | os.PathLike | None = None,
 ) -> str:
     """MIR of an LLVM IR file, stopped before ``stop_before`` (amdgcn target)."""
-    return run_llc(
-        ["-march=amdgcn", f"-mcpu={mcpu}", f"-stop-before={stop_before}", str(path), "-o", "-"]
-    )
+    args = [*_target_args(mcpu, mattr), f"-stop-before={stop_before}", str(path), "-o", "-"]
+    return run_llc(args, llc=llc)
 
 
-def ll_to_asm(path: str | os.PathLike, *, mcpu: str = MCPU) -> str:
+def ll_to_asm(
+    path: str | os.PathLike, *, mcpu: str = MCPU, llc: str | os.PathLike | None = None
+) -> str:
     """Assembly of an LLVM IR file with LLVM's own scheduler."""
-    return run_llc(["-march=amdgcn", f"-mcpu={mcpu}", str(path), "-o", "-"])
+    return run_llc([*_target_args(mcpu, ""), str(path), "-o", "-"], llc=llc)
 
 
-def mir_to_asm(mir_text: str, *, mcpu: str = MCPU, start: str = "-start-after") -> str:
+def mir_to_asm(
+    mir_text: str,
+    *,
+    mcpu: str = MCPU,
+    start: str = "-start-after",
+    mattr: str = "",
+    llc: str | os.PathLike | None = None,
+    verify: bool = False,
+) -> str:
     """Assembly from MIR stopped before the machine scheduler.
 
     ``start="-start-after"`` keeps the MIR's instruction order (ours);
-    ``start="-start-before"`` runs LLVM's scheduler on it (LLVM's order).
+    ``start="-start-before"`` runs LLVM's scheduler on it (LLVM's order). ``verify`` adds
+    ``-verify-machineinstrs`` (llc's machine verifier).
     """
     with tempfile.TemporaryDirectory() as d:
         p = Path(d) / "in.mir"
         p.write_text(mir_text)
-        return run_llc(
-            ["-march=amdgcn", f"-mcpu={mcpu}", f"{start}=machine-scheduler", str(p), "-o", "-"]
+        args = [*_target_args(mcpu, mattr), f"{start}=machine-scheduler", str(p), "-o", "-"]
+        return run_llc(args + (["-verify-machineinstrs"] if verify else []), llc=llc)
+
+
+_TARGET_CPU = re.compile(r'"target-cpu"="([^"]*)"')
+
+
+def target_cpus(module: MirModule) -> set[str]:
+    """The ``"target-cpu"`` attributes of the module's embedded LLVM IR (empty without IR)."""
+    return set(_TARGET_CPU.findall(module.text))
+
+
+def check_target(module: MirModule, mcpu: str) -> None:
+    """`MirError` naming the file and both targets if the module's IR says another
+    ``target-cpu`` than ``mcpu`` (llc would compile it for that one)."""
+    other = sorted(target_cpus(module) - {mcpu})
+    if other:
+        raise MirError(
+            f"{module.source}: compiled for target-cpu {', '.join(other)}, not {mcpu} "
+            f"(choose the matching --machine, or --force-target to schedule it as {mcpu})"
         )
 
 
@@ -192,34 +282,55 @@ def asm_stats(asm: str) -> dict[str, AsmStats]:
 
 
 # ---------------------------------------------------------------------- scheduling
+Orders = list[tuple[int, ...] | None]
+
+
 def schedule_orders(
     module: MirModule | Sequence[MirRegion], scheduler: Scheduler | None, *, name: str = ""
-) -> tuple[list[tuple[int, ...] | None], list[str]]:
+) -> tuple[Orders, list[str]]:
     """An order per region of ``module`` and notes on regions kept in input order.
 
     ``scheduler`` maps the modelled regions to one order each (original ids in issue order);
     None keeps every input order. The front end depends on no solver: the caller passes one,
     e.g. the CLI binds `jaxsched.colony.schedule` to a machine and seed. Any order that fails
     `check_order` is replaced by the input order and reported in the notes (with ``name``).
+    The one-module case of `schedule_modules`.
     """
     regions = list(module.regions if isinstance(module, MirModule) else module)
-    notes: list[str] = []
-    orders: list[tuple[int, ...] | None] = [None] * len(regions)
-    todo = [k for k, r in enumerate(regions) if r.region is not None and r.problem is None]
-    for r in regions:
-        if r.region is None or r.problem is not None:
-            notes.append(f"{r.name}: kept in input order ({r.problem})")
+    return schedule_modules([regions], scheduler, name=name)[0]
+
+
+def schedule_modules(
+    modules: Sequence[MirModule | Sequence[MirRegion]],
+    scheduler: Scheduler | None,
+    *,
+    name: str = "",
+) -> list[tuple[Orders, list[str]]]:
+    """`schedule_orders` of several modules with ONE call of ``scheduler`` on all their
+    modelled regions (one compilation for a whole build); (orders, notes) per module."""
+    per = [list(m.regions if isinstance(m, MirModule) else m) for m in modules]
+    out: list[tuple[Orders, list[str]]] = []
+    todo: list[tuple[int, int]] = []  # (module, region) of the regions to schedule
+    for f, regions in enumerate(per):
+        notes = [
+            f"{r.name}: kept in input order ({r.problem})"
+            for r in regions
+            if r.region is None or r.problem is not None
+        ]
+        out.append(([None] * len(regions), notes))
+        todo += [(f, k) for k, r in enumerate(regions) if r.region is not None and not r.problem]
     if scheduler is None or not todo:
-        return orders, notes
-    got = list(scheduler([regions[k].region for k in todo]))
+        return out
+    got = list(scheduler([per[f][k].region for f, k in todo]))
     if len(got) != len(todo):
         raise ValueError(f"scheduler {name!r} gave {len(got)} orders for {len(todo)} regions")
-    for k, order in zip(todo, got, strict=True):
+    for (f, k), order in zip(todo, got, strict=True):
+        orders, notes = out[f]
         try:
-            orders[k] = check_order(regions[k], order)
+            orders[k] = check_order(per[f][k], order)
         except OrderError as e:
-            notes.append(f"{regions[k].name}: {name or 'the'} order rejected, kept input ({e})")
-    return orders, notes
+            notes.append(f"{per[f][k].name}: {name or 'the'} order rejected, kept input ({e})")
+    return out
 
 
 # ---------------------------------------------------------------------- compare
@@ -237,18 +348,20 @@ def compare(
     *,
     name: str = "",
     mcpu: str = MCPU,
+    mattr: str = "",
+    llc: str | os.PathLike | None = None,
 ) -> tuple[list[KernelComparison], MirModule, list[str]]:
     """Compile ``path`` (``.ll`` or pre-scheduler ``.mir``) with LLVM's scheduler and with
     ``scheduler`` (see `schedule_orders`).
 
     Returns the per-function comparison, the imported module and the scheduling notes.
     """
-    module = read_input(path, mcpu=mcpu)
+    module = read_input(path, mcpu=mcpu, mattr=mattr, llc=llc)
     # Both sides start from the same MIR: compiling the .ll directly can differ (from MIR, llc
     # re-derives callee resource usage conservatively).
-    llvm_asm = mir_to_asm(module.text, mcpu=mcpu, start="-start-before")
+    llvm_asm = mir_to_asm(module.text, mcpu=mcpu, start="-start-before", mattr=mattr, llc=llc)
     orders, notes = schedule_orders(module, scheduler, name=name)
-    ours_asm = mir_to_asm(write_mir(module, orders), mcpu=mcpu)
+    ours_asm = mir_to_asm(write_mir(module, orders), mcpu=mcpu, mattr=mattr, llc=llc)
     a, b = asm_stats(llvm_asm), asm_stats(ours_asm)
     rows = [KernelComparison(f, a[f], b[f]) for f in a if f in b]
     return rows, module, notes
@@ -284,3 +397,162 @@ def llvm_orders(module: MirModule, scheduled: MirModule) -> list[tuple[int, ...]
             seen[ins.text] = k + 1
         out.append(tuple(sorted(range(len(pos)), key=pos.__getitem__)) if pos else None)
     return out
+
+
+# ---------------------------------------------------------------------- many files
+class Summary(NamedTuple):
+    """A file's schedule as `jaxsched.verify.verify` measures it: the lowest occupancy of its
+    modelled regions (-1 without any) and the sum of their lengths (cycles, latencies
+    included, each region issued in order at the earliest cycles)."""
+
+    occupancy: int
+    length: int
+
+
+@dataclass
+class FileSchedule:
+    """One input of `schedule_files`: either ``error`` (why the file failed: it names the
+    file), or the module, its orders and notes, the MIR text to write and the input's and the
+    schedule's `Summary`."""
+
+    path: str
+    error: str | None = None
+    module: MirModule | None = None
+    orders: Orders = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    text: str = ""
+    before: Summary | None = None
+    after: Summary | None = None
+
+    @property
+    def changed(self) -> int:
+        """How many regions are reordered."""
+        return sum(o is not None and o != tuple(range(len(o))) for o in self.orders)
+
+
+def machine_target(machine_name: str) -> tuple[str, str] | None:
+    """(llc ``-mcpu``, ``-mattr``) of an AMDGPU machine preset (``gfx942``,
+    ``gfx1100-wave64``...), or None for a preset that is no LLVM target (``generic``)."""
+    from jaxsched.machines.amdgpu import TARGETS
+
+    t = TARGETS.get(machine_name)
+    return None if t is None else (t.mcpu, t.mattr)
+
+
+def schedule_files(
+    paths: Sequence[str | os.PathLike],
+    machine: Machine | None = None,
+    *,
+    seed: int = 0,
+    time_limit: float | None = None,
+    scheduler: Scheduler | None = None,
+    name: str = "jaxsched.colony.schedule",
+    mcpu: str | None = None,
+    llc: str | os.PathLike | None = None,
+    force_target: bool = False,
+) -> list[FileSchedule]:
+    """Schedule every region of every file in ONE scheduler call; one `FileSchedule` per path.
+
+    Args:
+      paths: pre-scheduler ``.mir`` files, or ``.ll`` files (llc runs first).
+      machine: a `jaxsched.machines.Machine` (default gfx906); an AMDGPU preset also gives
+        llc's ``-mcpu``/``-mattr`` and the MIR latency table (`machine_target`).
+      seed / time_limit: of `jaxsched.colony.schedule`, the default ``scheduler``.
+      scheduler: regions -> orders (see `schedule_orders`), e.g. a heuristic.
+      name: the scheduler's name in the notes.
+      mcpu: the target where the machine is none (default gfx906); it must agree with the
+        machine's.
+      llc: the llc to run (`find_llc`).
+      force_target: schedule a MIR file whose IR names another ``target-cpu`` (`check_target`).
+    A file that cannot be read (missing, malformed, llc fails, another target) gets its
+    ``error``; the others are still scheduled. Every order is checked (`check_order`) and
+    measured (`jaxsched.verify.verify`); results do not depend on which files share the call.
+    """
+    machine = machine or _default_machine()
+    mcpu, mattr = _machine_cpu(machine.name, mcpu)
+    files = [FileSchedule(str(p)) for p in paths]
+    for f in files:
+        _read_one(f, mcpu, mattr, llc, force_target)
+    good = [f for f in files if f.error is None]
+    if scheduler is None:
+        scheduler = _colony(machine, seed, time_limit)
+    results = schedule_modules([f.module for f in good], scheduler, name=name)
+    for f, (orders, notes) in zip(good, results, strict=True):
+        f.orders, f.notes = orders, notes
+        _finish_one(f, machine)
+    return files
+
+
+def _default_machine() -> Machine:
+    from jaxsched.machines.model import gfx906
+
+    return gfx906()
+
+
+def _machine_cpu(machine_name: str, mcpu: str | None) -> tuple[str, str]:
+    """(mcpu, mattr) for a machine and an optional explicit ``mcpu``; `InputError` if they
+    disagree."""
+    target = machine_target(machine_name)
+    if target is None:
+        return mcpu or MCPU, ""
+    if mcpu is not None and mcpu != target[0]:
+        raise InputError(f"--mcpu {mcpu} disagrees with machine {machine_name} ({target[0]})")
+    return target
+
+
+def _colony(machine: Machine, seed: int, time_limit: float | None) -> Scheduler:
+    """`jaxsched.colony.schedule` on ``machine`` as a `Scheduler` (imported when called)."""
+
+    def colony(regions: list[Region]) -> list[tuple[int, ...]]:
+        from jaxsched.colony import schedule
+
+        got = schedule(regions, machine, seed=seed, time_limit=time_limit)
+        return [tuple(r.order) for r in got]
+
+    return colony
+
+
+def _named(path: str, message: str) -> str:
+    return message if path in message or Path(path).name in message else f"{path}: {message}"
+
+
+def _read_one(
+    f: FileSchedule, mcpu: str, mattr: str, llc: str | os.PathLike | None, force: bool
+) -> None:
+    """Read ``f.path`` into ``f.module``, or set ``f.error``."""
+    try:
+        f.module = read_input(f.path, mcpu=mcpu, mattr=mattr, llc=llc)
+        if not force:
+            check_target(f.module, mcpu)
+    except InputError as e:
+        f.module, f.error = None, _named(f.path, str(e))
+    except OSError as e:
+        f.module, f.error = None, _named(f.path, e.strerror or str(e))
+
+
+def _finish_one(f: FileSchedule, machine: Machine) -> None:
+    """Write ``f``'s MIR text and measure its input and scheduled orders (``f.error`` if an
+    order fails)."""
+    from jaxsched.heuristics import issue_cycles
+    from jaxsched.verify import InvalidSchedule, verify
+
+    assert f.module is not None
+    try:
+        f.text = write_mir(f.module, f.orders)
+        before, after = [], []
+        for mr, order in zip(f.module.regions, f.orders, strict=True):
+            if mr.region is None or mr.problem:
+                continue
+            ident = tuple(range(len(mr)))
+            for out, o in ((before, ident), (after, order or ident)):
+                rep = verify(mr.region, machine, issue_cycles(mr.region, o), order=o)
+                out.append(rep)
+        f.before, f.after = _summary(before), _summary(after)
+    except (InputError, InvalidSchedule) as e:
+        f.error, f.text = _named(f.path, str(e)), ""
+
+
+def _summary(reports: list) -> Summary:
+    if not reports:
+        return Summary(-1, 0)
+    return Summary(min(r.occupancy for r in reports), sum(r.length for r in reports))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from jaxsched.io.mir_kills import kill_changes, set_killed
 from jaxsched.io.mir_parse import MirError
 from jaxsched.io.mir_regions import MirModule, MirRegion
 
@@ -56,7 +57,9 @@ def write_mir(
       regions: the regions the orders refer to.
     Returns:
       The new MIR text; with every order None (or the identity) it equals the input byte for
-      byte. Raises `OrderError` for an order that is not a legal permutation.
+      byte. In a reordered region the only edit inside a line is a ``killed`` flag moved to
+      the new last read of its value, or dropped (`jaxsched.io.mir_kills`). Raises
+      `OrderError` for an order that is not a legal permutation.
     """
     regs = list(module.regions if regions is None else regions)
     if isinstance(orders, Mapping):
@@ -77,6 +80,21 @@ def write_mir(
         if order_t == tuple(range(len(mr))):
             continue
         start = mr.groups[0][0]
-        new = [module.lines[x] for k in order_t for x in mr.groups[k]]
+        texts = _with_kills(module, mr, order_t)
+        new = [texts.get(x, module.lines[x]) for k in order_t for x in mr.groups[k]]
         lines[start : start + len(new)] = new
     return "".join(lines)
+
+
+def _with_kills(module: MirModule, mr: MirRegion, order: tuple[int, ...]) -> dict[int, str]:
+    """The instruction lines of ``mr`` (by line index) whose ``killed`` flags change when the
+    region is issued in ``order``."""
+    clear, mark = kill_changes(mr, order)
+    per: dict[int, dict[int, bool]] = {}
+    for (i, k), killed in [*((s, False) for s in clear), *((s, True) for s in mark)]:
+        per.setdefault(i, {})[k] = killed
+    out: dict[int, str] = {}
+    for i, changes in per.items():
+        ins = mr.instrs[i]
+        out[ins.line] = set_killed(ins, module.lines[ins.line], changes)
+    return out
