@@ -96,3 +96,42 @@ def test_replacing_documents_by_themselves_gives_the_text_back(unrolled):
     assert docs["unrolled"].startswith("---") and "name:" in docs["unrolled"]
     assert replace_functions(unrolled, docs) == unrolled
     assert replace_functions(unrolled, {}) == unrolled
+
+
+@needs_llc
+def test_schedule_files_guards_by_default_and_reports_each_function(tmp_path):
+    from jaxsched.mir_files import schedule_files
+
+    layered = [DATA / "amdgpu_unrolled.ll"]
+    (f,) = schedule_files(layered, scheduler=lambda rs: [_layered(r) for r in rs])
+    assert f.error is None and [(d.function, d.kept) for d in f.guard] == [("unrolled", "llvm")]
+    llvm = asm_stats(mir_to_asm(f.module.text, start="-start-before"))
+    assert asm_stats(mir_to_asm(f.text)) == llvm
+    (off,) = schedule_files(layered, scheduler=lambda rs: [_layered(r) for r in rs], guard=False)
+    assert off.guard == [] and asm_stats(mir_to_asm(off.text))["unrolled"].occupancy < 10
+
+
+@needs_llc
+def test_cli_prints_the_verdict_after_allocation(tmp_path, capsys):
+    from jaxsched.cli.main import main
+
+    src = str(DATA / "amdgpu_saxpy_loop.ll")
+    out = tmp_path / "out.mir"
+    assert main(["mir", "schedule", src, "-o", str(out), "--method", "original"]) == 0
+    printed = capsys.readouterr().out
+    assert "saxpy_loop: after RA (llc), LLVM's scheduler -> ours: VGPRs" in printed
+    assert main(["mir", "schedule", src, "-o", str(out), "--method", "original", "--no-guard"]) == 0
+    assert "after RA" not in capsys.readouterr().out
+
+
+def test_guard_required_without_llc_is_the_files_error(tmp_path, monkeypatch):
+    from jaxsched.mir_files import schedule_files
+
+    monkeypatch.setenv("JAXSCHED_LLC", str(tmp_path / "no-such-llc"))
+    mir = DATA / "hand_written.mir"
+    (f,) = schedule_files(
+        [mir], scheduler=lambda rs: [tuple(range(len(r))) for r in rs], guard=True
+    )
+    assert f.error is not None and "the guard needs llc" in f.error
+    (g,) = schedule_files([mir], scheduler=lambda rs: [tuple(range(len(r))) for r in rs])
+    assert g.error is None and g.guard == [] and g.guard_note == ""

@@ -11,8 +11,9 @@ import pytest
 
 import jaxsched.colony
 from jaxsched.cli.main import main
-from jaxsched.io.mir import find_llc, read_mir, schedule_files
+from jaxsched.io.mir import find_llc, read_mir
 from jaxsched.machines.model import get_machine
+from jaxsched.mir_files import schedule_files
 
 DATA = Path(__file__).resolve().parent / "data"
 REAL = DATA / "real"

@@ -65,6 +65,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="schedule MIR compiled for another target-cpu than --machine's",
     )
+    guard = sch.add_mutually_exclusive_group()
+    guard.add_argument(
+        "--guard",
+        dest="guard",
+        action="store_const",
+        const=True,
+        default=None,
+        help="require the guard after register allocation (default: on when llc is found): "
+        "each file compiled both ways by llc, LLVM's schedule kept for every function where "
+        "ours ends with lower occupancy, more spills or more scratch",
+    )
+    guard.add_argument(
+        "--no-guard",
+        dest="guard",
+        action="store_const",
+        const=False,
+        help="no guard: the colony's schedule for every function",
+    )
     sch.set_defaults(func=run_schedule)
 
     cmp_ = sub.add_parser("compare", help="compile with LLVM's scheduler and with ours")
@@ -193,7 +211,7 @@ def run_import(args: argparse.Namespace) -> int:
 def run_schedule(args: argparse.Namespace) -> int:
     """``mir schedule``: every input's regions in one scheduler call, each file written (or
     its error printed); exit 2 if any file failed."""
-    from jaxsched.io.mir import schedule_files
+    from jaxsched.mir_files import schedule_files
 
     machine = machine_named(args.machine)
     mcpu, _ = _target(args)
@@ -209,6 +227,7 @@ def run_schedule(args: argparse.Namespace) -> int:
         mcpu=mcpu,
         llc=_llc(args),
         force_target=args.force_target,
+        guard=args.guard,
     )
     failed = 0
     for f, out in zip(files, outputs, strict=True):
@@ -223,9 +242,26 @@ def run_schedule(args: argparse.Namespace) -> int:
             continue
         _report(f.module, f.notes, f"{f.path}: " if len(files) > 1 else "")
         print(_summary_line(f, name, out, len(files) > 1))
+        _report_guard(f)
     if len(files) > 1:
         print(f"{len(files) - failed} of {len(files)} files scheduled in one call")
     return 2 if failed else 0
+
+
+def _report_guard(f) -> None:
+    """Per function, llc's verdict after register allocation: LLVM's scheduler -> ours
+    (VGPRs, occupancy, spills), and what the guard kept."""
+    if f.guard_note:
+        print(f"  {f.guard_note}", file=sys.stderr)
+    for d in f.guard:
+        a, b = d.llvm, d.ours
+        line = (
+            f"  {d.function}: after RA (llc), LLVM's scheduler -> ours: VGPRs {a.vgprs} -> "
+            f"{b.vgprs}, occupancy {a.occupancy} -> {b.occupancy}, spills {a.spills} -> "
+            f"{b.spills}"
+        )
+        kept = f"kept LLVM's schedule ({d.reason})" if d.kept == "llvm" else "kept ours"
+        print(f"{line}; {kept}")
 
 
 def _input_orders(regions) -> list[tuple[int, ...]]:

@@ -20,12 +20,10 @@ worse than the input order" of the colony.
 
 from __future__ import annotations
 
-import tempfile
-from collections.abc import Sequence
-from pathlib import Path
+import os
 from typing import NamedTuple
 
-from jaxsched.io.mir import MCPU, AsmStats, LlcError, asm_stats, mir_to_asm, run_llc
+from jaxsched.io.mir import MCPU, AsmStats, LlcError, asm_stats, mir_to_asm
 from jaxsched.io.mir_parse import MirError, read_mir_text
 
 
@@ -53,14 +51,6 @@ def worse_than_llvm(ours: AsmStats, llvm: AsmStats) -> str:
     if ours.scratch > llvm.scratch:
         return f"scratch {ours.scratch} B > LLVM's {llvm.scratch} B"
     return ""
-
-
-def llc_on_mir(text: str, args: Sequence[str], *, mcpu: str = MCPU) -> str:
-    """llc's output for MIR ``text`` (written to a temporary file) with ``args``."""
-    with tempfile.TemporaryDirectory() as d:
-        path = Path(d) / "in.mir"
-        path.write_text(text)
-        return run_llc(["-march=amdgcn", f"-mcpu={mcpu}", *args, str(path), "-o", "-"])
 
 
 def function_documents(text: str, source: str = "<mir>") -> dict[str, str]:
@@ -95,13 +85,23 @@ def replace_functions(text: str, documents: dict[str, str], source: str = "<mir>
     return "".join([*out, *lines[i:]])
 
 
-def guard(input_mir: str, ours_mir: str, *, mcpu: str = MCPU, source: str = "<mir>"):
+def guard(
+    input_mir: str,
+    ours_mir: str,
+    *,
+    mcpu: str = MCPU,
+    mattr: str = "",
+    llc: str | os.PathLike | None = None,
+    source: str = "<mir>",
+) -> tuple[str, list[Decision]]:
     """(MIR, decisions): ``ours_mir`` with LLVM's schedule for every function where ours is
     worse after allocation (`worse_than_llvm`). ``input_mir`` is the module before any
-    scheduler (what ``ours_mir`` was made from). Raises `LlcError` when llc is missing or
-    fails, `GuardError` if the result is still worse somewhere."""
-    llvm = asm_stats(mir_to_asm(input_mir, mcpu=mcpu, start="-start-before"))
-    ours = asm_stats(mir_to_asm(ours_mir, mcpu=mcpu))
+    scheduler (what ``ours_mir`` was made from); ``mcpu``/``mattr``/``llc`` as in
+    `jaxsched.io.mir.mir_to_asm`. Raises `LlcError` when llc is missing or fails, `GuardError`
+    if the result is still worse somewhere."""
+    kw = dict(mcpu=mcpu, mattr=mattr, llc=llc)
+    llvm = asm_stats(mir_to_asm(input_mir, start="-start-before", **kw))
+    ours = asm_stats(mir_to_asm(ours_mir, **kw))
     decisions = []
     for fn, theirs in llvm.items():
         if fn not in ours:
@@ -111,14 +111,10 @@ def guard(input_mir: str, ours_mir: str, *, mcpu: str = MCPU, source: str = "<mi
     dropped = {d.function for d in decisions if d.kept == "llvm"}
     if not dropped:
         return ours_mir, decisions
-    scheduled = llc_on_mir(
-        input_mir,
-        ["-start-before=machine-scheduler", "-stop-after=machine-scheduler"],
-        mcpu=mcpu,
-    )
+    scheduled = mir_to_asm(input_mir, start="-start-before", stop="machine-scheduler", **kw)
     llvm_docs = function_documents(scheduled, f"{source} (LLVM's schedule)")
     out = replace_functions(ours_mir, {fn: llvm_docs[fn] for fn in dropped}, source)
-    check = asm_stats(mir_to_asm(out, mcpu=mcpu))
+    check = asm_stats(mir_to_asm(out, **kw))
     still = {fn: worse_than_llvm(check[fn], llvm[fn]) for fn in llvm if fn in check}
     bad = {fn: why for fn, why in still.items() if why}
     if bad:
