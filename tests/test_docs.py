@@ -88,3 +88,19 @@ def test_the_check_finds_a_missing_name(tmp_path):
     doc = tmp_path / "colony.md"
     doc.write_text("`construct._no_such_name`, `_no_such_helper`, `jaxsched.colony.nope`, `x.py`")
     assert len(_problems(doc)) == 4
+
+
+def test_the_readme_main_job_names_files_that_read():
+    """The main job's command (the first code block of the README) schedules files that
+    exist and parse (running it is the CLI tests' and the latency benchmark's job)."""
+    from jaxsched.io.mir import read_input
+
+    block = re.search(r"```sh\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.S)
+    assert block is not None
+    command = block.group(1).split("&&")[-1].split()
+    assert command[:3] == [".venv/bin/jaxsched", "mir", "schedule"]
+    inputs = command[3 : command.index("-o")]
+    assert inputs
+    for path in inputs:
+        module = read_input(ROOT / path)
+        assert module.regions and all(r.region is not None for r in module.regions)
