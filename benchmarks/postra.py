@@ -84,7 +84,7 @@ def model_view(regions, orders, machine) -> dict[str, dict]:
             continue
         f = out[mr.function]
         f["occupancy"] = min(f["occupancy"], rep.occupancy)
-        f["vgprs"] = max(f["vgprs"], rep.peak_rp.get("vgpr", 0))
+        f["vgprs"] = max(f["vgprs"], rep.peak_rp.get("VGPR", 0))
         f["length"] += rep.length
     return dict(out)
 
