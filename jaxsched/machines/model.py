@@ -164,20 +164,22 @@ class MachineArrays(NamedTuple):
 RP_UNLIMITED = 2**30
 
 
-def rp_limits(lut: jnp.ndarray, target_occupancy: jnp.ndarray, cost: jnp.ndarray) -> jnp.ndarray:
+def rp_limits(
+    lut: jnp.ndarray, target_occupancy: jnp.ndarray, cost: jnp.ndarray, *, xp=jnp
+) -> jnp.ndarray:
     """int32[F]: per file, the largest peak RP whose RP cost is at most ``cost``.
 
     The RP cost of per-file peaks is ``max(0, target - min_f occupancy_f(peak_f))`` with every
     occupancy non-increasing in RP, so "cost <= c" is a per-file box: ``peak_f <= limit_f``.
     ``RP_UNLIMITED`` where even the overflow occupancy (last column) is within the cost; -1 where
-    no RP is. Traceable; works on NumPy inputs too.
+    no RP is. Traceable; ``xp=numpy``: the same on the host (nothing to compile).
     """
-    lut = jnp.asarray(lut)
+    lut = xp.asarray(lut)
     T = lut.shape[1]
-    ok = jnp.asarray(target_occupancy) - lut <= jnp.asarray(cost)  # [F, T]
-    rp = jnp.arange(T, dtype=jnp.int32)
-    last = jnp.where(ok, rp, -1).max(axis=1)
-    return jnp.where(ok[:, T - 1], RP_UNLIMITED, last).astype(jnp.int32)
+    ok = xp.asarray(target_occupancy) - lut <= xp.asarray(cost)  # [F, T]
+    rp = xp.arange(T, dtype=xp.int32)
+    last = xp.where(ok, rp, -1).max(axis=1)
+    return xp.where(ok[:, T - 1], RP_UNLIMITED, last).astype(xp.int32)
 
 
 def occupancy_jax(peaks: jnp.ndarray, lut: jnp.ndarray, *, xp=jnp) -> jnp.ndarray:
