@@ -19,6 +19,7 @@ import numpy as np
 from jaxsched.colony.construct import BIG, Prepared
 from jaxsched.heuristics.bounds import length_lower_bound_host, rp_peak_lower_bound_host
 from jaxsched.heuristics.host_schedule import (
+    host_region,
     list_schedule_host,
     order_peak_rp_host,
     stall_schedule_host,
@@ -134,18 +135,18 @@ def derive_host(
     N = dev.valid.shape[0]
     lut, target = np.asarray(machine.lut), np.int32(machine.target_occupancy)
     rp_lb = rp_cost_jax(rp_peak_lower_bound_host(dev), lut, target, xp=np)
-    kw = dict(issue_width=issue_width)
-    rp = list_schedule_host(dev, lut, priority=RP_PRIORITY, latencies=False, **kw)
-    ilp = list_schedule_host(dev, lut, priority=LATENCY_PRIORITY, latencies=True, **kw)
+    hr, kw = host_region(dev), dict(issue_width=issue_width)
+    rp = list_schedule_host(hr, lut, priority=RP_PRIORITY, latencies=False, **kw)
+    ilp = list_schedule_host(hr, lut, priority=LATENCY_PRIORITY, latencies=True, **kw)
     inp = np.where(dev.valid, np.arange(N, dtype=np.int32), np.int32(N)).astype(np.int32)
     limit = rp_limits(lut, target, rp_lb, xp=np)
-    limited = target_schedule_host(dev, lut, limit, target, inp, issue_width)
+    limited = target_schedule_host(hr, lut, limit, target, inp, issue_width)
     orders = np.stack([inp, rp.order, ilp.order, limited.order])
     return Derived(
         prep=prepare_host(dev, ready_slots),
         start_order=orders,
-        start_peak=np.stack([order_peak_rp_host(dev, o) for o in orders]),
-        start_length=np.array([stall_schedule_host(dev, o, issue_width)[1] for o in orders]),
+        start_peak=np.stack([order_peak_rp_host(hr, o) for o in orders]),
+        start_length=np.array([stall_schedule_host(hr, o, issue_width)[1] for o in orders]),
         rp_lower_bound=np.int32(rp_lb),
         length_lower_bound=length_lower_bound_host(dev, issue_width),
         critical_path=np.int32(np.max(np.where(dev.valid, dev.cp, 0))),
