@@ -1,14 +1,16 @@
 """The parallel two-pass ant colony.
 
 Device core (pure functions over pytrees; `jit`, `vmap`, `scan` them):
-  * `problem(regions, machine)` -> `ColonyProblem` (host: padding; jitted: starts and bounds);
+  * `problem(regions, machine)` -> `ColonyProblem` (prepared on the host: padding, starts
+    and bounds, nothing compiled);
   * `init(problem, params, key)` -> `ColonyState`; `step(state, problem, params)` one iteration
     of every region's current pass; `solution(state, problem, params)` -> `Solution`;
   * `run(state, problem, params, k)` up to k steps;
   * `solve(problem, params, key)` = init, step until done, solution.
 
 Host shell: `schedule(regions, machine, seed=...)` -> one `Result` per region.
-Modules: `construct` (ants), `iteration` (one colony iteration), `problem`, `core`, `host`.
+Modules: `construct` (ants), `iteration` (one colony iteration), `problem` and `derive` (the
+problem, on the host), `core`, `host`.
 """
 
 from jaxsched.colony.core import (

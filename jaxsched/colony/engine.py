@@ -38,6 +38,7 @@ from jaxsched.colony.memory import choose_batch
 from jaxsched.colony.params import ColonyConfig, ColonyParams
 from jaxsched.colony.problem import ColonyProblem
 from jaxsched.compilation import COMPILED
+from jaxsched.heuristics.host_schedule import target_schedule_host
 from jaxsched.heuristics.list_scheduler import issue_cycles
 from jaxsched.machines.model import Machine, MachineArrays, rp_limits
 from jaxsched.problem.region import Region
@@ -200,11 +201,14 @@ class Host:
         return int(self.timing(job, order)[1])
 
     def retarget(self, job: Job, cost, feasible: np.ndarray) -> Schedule:
-        """The list schedule under the RP limits of ``cost`` (`target_schedule`)."""
+        """The list schedule under the RP limits of ``cost`` (`target_schedule`, on the host:
+        `target_schedule_host`)."""
         m = self.arrays
-        limit = rp_limits(m.lut, m.target_occupancy, cost)
-        order, peak = _target_schedule(job.prob.dev, m, limit, feasible)
-        return Schedule(order=order, peak=peak, length=np.int32(self.length(job, order)))
+        limit = rp_limits(m.lut, m.target_occupancy, cost, xp=np)
+        ls = target_schedule_host(
+            job.prob.dev, m.lut, limit, m.target_occupancy, feasible, self.machine.issue_width
+        )
+        return Schedule(order=ls.order, peak=ls.peak, length=np.int32(self.length(job, ls.order)))
 
     def finish(self, job: Job, ilp: PassResult) -> Solution:
         """The region's result (`core.region_solution`), batch of one."""
@@ -258,21 +262,6 @@ def _starts(p: ColonyProblem, retarget: Schedule) -> Schedule:
     peak[rules.LIST_TARGET] = retarget.peak
     length[rules.LIST_TARGET] = retarget.length
     return Schedule(order=order, peak=peak, length=length)
-
-
-@jax.jit
-def _target_schedule_device(dev, machine, limit, feasible):
-    from jaxsched.heuristics.list_scheduler import target_schedule
-
-    ls = target_schedule(
-        dev, machine.lut, limit, machine.target_occupancy, feasible, machine.issue_width
-    )
-    return ls.order, ls.peak
-
-
-def _target_schedule(dev, machine, limit, feasible) -> tuple[np.ndarray, np.ndarray]:
-    out = COMPILED(_target_schedule_device, {}, dev, machine, limit, feasible)
-    return tuple(np.asarray(x) for x in out)
 
 
 # ------------------------------------------------------------------------------ the pool

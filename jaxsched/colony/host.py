@@ -48,6 +48,7 @@ from jaxsched.colony.problem import (
     ColonyProblem,
     canonical_shape,
     problem,
+    problem_host,
 )
 from jaxsched.compilation import COMPILED
 from jaxsched.errors import InputError
@@ -366,12 +367,12 @@ class _Prepared(NamedTuple):
     """A batch ready to run: its problem on its devices, its executables compiled."""
 
     prob: ColonyProblem
-    compile_s: float  # seconds compiling (problem derivation, init, run, solution)
+    compile_s: float  # seconds compiling (init, run, solution)
     host_s: float  # other seconds preparing it (padding, transfers)
 
 
 def _prepare(batch: Batch, regions, machine, params, key, options: Options, exact) -> _Prepared:
-    """Build a batch's problem (derivation dispatched; a process with no region of the call
+    """Build a batch's problem (on the host; a process with no region of the call
     feeds a placeholder that is skipped), place it and compile its executables."""
     t0, c0 = time.perf_counter(), COMPILED.compile_seconds
     prob = problem(
@@ -543,15 +544,15 @@ def _schedule_local(
 
 
 def _jobs(regions, idxs, machine, shape, options, exact) -> list[engine.Job]:
-    """The engine's jobs of one group: each region's problem on the host (NumPy)."""
-    prob = problem(
+    """The engine's jobs of one group: each region's problem on the host (NumPy, nothing
+    compiled)."""
+    prob = problem_host(
         [regions[i] for i in idxs],
         machine,
         shape=shape,
         starts=options.starts,
         exact=[exact.get(i) for i in idxs],
     )
-    prob = jax.device_get(prob)
     return [engine.Job(index=i, region=regions[i], prob=_row(prob, b)) for b, i in enumerate(idxs)]
 
 
@@ -603,7 +604,6 @@ def warmup(
             c0, l0, t0 = COMPILED.compilations, COMPILED.loads, time.perf_counter()
             jobs = _jobs([region], [0], machine, shape, options, {})
             engine.Pool(size, jobs, cfg, run._replace(config=cfg)).executable()
-            engine.Host(machine, params, cfg).retarget(jobs[0], 0, jobs[0].prob.start_order[0])
             rec = {
                 "bucket": n,
                 "batch": size,

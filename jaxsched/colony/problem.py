@@ -1,32 +1,27 @@
 """The colony's batch problem: padded regions of one bucket with their bounds and starting
 schedules, built on the host once (`problem`) and solved on device (`jaxsched.colony.core`).
 
-The host part is padding (NumPy) and the exact search's results, if any; everything else (the
-construction tables, the list-scheduler starts, their peaks and lengths, both lower bounds) is one
-jitted, batched call.
+Everything is computed on the host (NumPy): the padding, the exact search's results if any,
+and what `jaxsched.colony.derive` derives per region (the construction tables, the
+list-scheduler starts, their peaks and lengths, both lower bounds), equal bit for bit to the
+JAX functions on the same arrays; so preparing a problem compiles nothing. `problem` returns
+it on device, `problem_host` as NumPy arrays (the host driver's form).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import partial
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsched.colony.construct import Prepared, prepare
+from jaxsched.colony.construct import Prepared
+from jaxsched.colony.derive import LATENCY_PRIORITY, Derived, derive_host
 from jaxsched.compilation import COMPILED, CompileCache
 from jaxsched.errors import InputError
-from jaxsched.heuristics.bounds import length_lower_bound_jax, rp_peak_lower_bound_jax
-from jaxsched.heuristics.list_scheduler import (
-    list_schedule,
-    order_peak_rp,
-    stall_schedule,
-    target_schedule,
-)
-from jaxsched.machines.model import Machine, MachineArrays, rp_cost_jax, rp_limits
+from jaxsched.machines.model import Machine, MachineArrays
 from jaxsched.problem.fingerprint import fingerprint
 from jaxsched.problem.padded import DeviceRegion, PaddedShape, common_shape, next_pow2, stack
 from jaxsched.problem.region import Region
@@ -41,8 +36,16 @@ STARTS = ("input", "list-rp", "list-ilp", "list-target", "exact")
 SOURCES = (*STARTS, "colony-rp", "colony")
 #: The starts a caller may choose (the exact one comes with ``exact=`` results).
 CHOOSABLE_STARTS = STARTS[:4]
-#: Priority of the latency list schedules (plain and under an RP target).
-LATENCY_PRIORITY = ("cp", "luc", "nid")
+__all__ = [
+    "CHOOSABLE_STARTS",
+    "LATENCY_PRIORITY",
+    "SOURCES",
+    "STARTS",
+    "ColonyProblem",
+    "canonical_shape",
+    "problem",
+    "problem_host",
+]
 
 
 class ColonyProblem(NamedTuple):
@@ -72,31 +75,6 @@ class ColonyProblem(NamedTuple):
     @property
     def batch(self) -> int:
         return int(self.ids.shape[0])
-
-
-@partial(jax.jit, static_argnames=("ready_slots", "issue_width"))
-def _derive(dev: DeviceRegion, machine: MachineArrays, *, ready_slots: int, issue_width: int):
-    """Per region: construction tables, the input and list starts (orders, peaks, lengths),
-    the RP cost and length lower bounds and the critical path."""
-
-    def one(d: DeviceRegion):
-        N = d.valid.shape[0]
-        ids = jnp.arange(N, dtype=jnp.int32)
-        lut, target = machine.lut, machine.target_occupancy
-        kw = dict(issue_width=issue_width)
-        rp_lb = rp_cost_jax(rp_peak_lower_bound_jax(d), lut, target)
-        rp = list_schedule(d, lut, priority=("luc", "cp", "nid"), latencies=False, **kw)
-        ilp = list_schedule(d, lut, priority=LATENCY_PRIORITY, latencies=True, **kw)
-        inp = jnp.where(d.valid, ids, N)
-        limited = target_schedule(d, lut, rp_limits(lut, target, rp_lb), target, inp, issue_width)
-        orders = jnp.stack([inp, rp.order, ilp.order, limited.order])
-        peaks = jax.vmap(lambda o: order_peak_rp(d, o))(orders)
-        lengths = jax.vmap(lambda o: stall_schedule(d, o, issue_width)[1])(orders)
-        len_lb = length_lower_bound_jax(d, issue_width)
-        cp = jnp.max(jnp.where(d.valid, d.cp, 0))
-        return prepare(d, ready_slots), orders, peaks, lengths, rp_lb, len_lb, cp
-
-    return jax.vmap(one)(dev)
 
 
 def canonical_shape(shape: PaddedShape) -> PaddedShape:
@@ -161,7 +139,7 @@ def problem(
     exact: Sequence | None = None,
     cache: CompileCache = COMPILED,
 ) -> ColonyProblem:
-    """The batch problem of ``regions`` (on device).
+    """The batch problem of ``regions`` (on device): `problem_host`'s arrays as JAX arrays.
 
     Args:
       regions: at least one region; all must fit ``shape``.
@@ -173,8 +151,25 @@ def problem(
       exact: per region a `jaxsched.exact.TwoPassResult` or None: its schedule becomes the
         ``"exact"`` start, its proven bounds tighten the colony's, and a proven optimum skips
         the colony.
-      cache: where the jitted preparation is compiled.
+      cache: unused (the preparation runs on the host and compiles nothing); kept so that
+        callers passing one still work.
     """
+    del cache
+    prob = problem_host(regions, machine, shape=shape, batch=batch, starts=starts, exact=exact)
+    return jax.tree.map(jnp.asarray, prob)
+
+
+def problem_host(
+    regions: Sequence[Region],
+    machine: Machine,
+    *,
+    shape: PaddedShape | None = None,
+    batch: int | None = None,
+    starts: Sequence[str] = CHOOSABLE_STARTS,
+    exact: Sequence | None = None,
+) -> ColonyProblem:
+    """`problem` as NumPy arrays, computed on the host (`derive.derive_host` per region;
+    the batch padding copies region 0's results). Arguments as in `problem`."""
     regions = list(regions)
     bad = [s for s in starts if s not in CHOOSABLE_STARTS]
     if not regions or not starts or bad:
@@ -186,28 +181,53 @@ def problem(
     if len(regions) > B:
         raise InputError(f"problem: batch {B} is smaller than {len(regions)} regions")
     shape = shape or canonical_shape(common_shape(regions, machine))
-    dev_np, shape = stack([*regions, *[regions[0]] * (B - len(regions))], machine, shape)
-    dev = jax.tree.map(jnp.asarray, dev_np)
-    m = machine.arrays()
-    static = {"ready_slots": shape.ready, "issue_width": machine.issue_width}
-    prep, orders, peaks, lengths, rp_lb, len_lb, cp = cache(_derive, static, dev, m)
-    ex = _exact_fields([*(exact or []), *[None] * (B - len(exact or []))], B, shape.n, shape.files)
+    dev, shape = stack([*regions, *[regions[0]] * (B - len(regions))], machine, shape)
+    m = MachineArrays(
+        lut=np.asarray(machine.occupancy_lut, np.int32),
+        target_occupancy=np.int32(machine.target_occupancy),
+        issue_width=np.int32(machine.issue_width),
+    )
+    kw = dict(ready_slots=shape.ready, issue_width=machine.issue_width)
+    rows = [derive_host(_row(dev, b), m, **kw) for b in range(len(regions))]
+    der = jax.tree.map(lambda *xs: np.stack([*xs, *[xs[0]] * (B - len(xs))]), *rows)
+    return _assemble(regions, dev, m, der, starts, exact or [], B, shape)
+
+
+def _row(tree, b: int):
+    """Row ``b`` of every array of a batched pytree."""
+    return jax.tree.map(lambda x: x[b], tree)
+
+
+def _assemble(
+    regions: list[Region],
+    dev: DeviceRegion,
+    m: MachineArrays,
+    der: Derived,
+    starts: Sequence[str],
+    exact: Sequence,
+    B: int,
+    shape: PaddedShape,
+) -> ColonyProblem:
+    """The `ColonyProblem` (NumPy) of the padded batch ``dev``, its derived arrays ``der``
+    ([B, ...]) and the exact search's results."""
+    ex = _exact_fields([*exact, *[None] * (B - len(exact))], B, shape.n, shape.files)
     allowed = np.array([name in starts for name in CHOOSABLE_STARTS])
     allowed = np.concatenate([np.tile(allowed, (B, 1)), ex.present[:, None]], axis=1)
+    ids = [fingerprint(r) for r in regions] + [0] * (B - len(regions))
     return ColonyProblem(
         dev=dev,
-        prep=prep,
+        prep=der.prep,
         machine=m,
-        ids=jnp.asarray([fingerprint(r) for r in regions] + [0] * (B - len(regions)), jnp.uint32),
-        real=jnp.asarray(np.arange(B) < len(regions)),
-        start_order=jnp.concatenate([orders, jnp.asarray(ex.order)[:, None]], axis=1),
-        start_peak=jnp.concatenate([peaks, jnp.asarray(ex.peak)[:, None]], axis=1),
-        start_length=jnp.concatenate([lengths, jnp.asarray(ex.length)[:, None]], axis=1),
-        start_allowed=jnp.asarray(allowed),
-        rp_lower_bound=jnp.maximum(rp_lb, jnp.asarray(ex.rp_lower)),
-        length_lower_bound=len_lb,
-        critical_path=cp.astype(jnp.int32),
-        proven=jnp.asarray(ex.proven),
-        exact_rp_cost=jnp.asarray(ex.rp_cost),
-        exact_length_bound=jnp.asarray(ex.length_bound),
+        ids=np.asarray(ids, np.uint32),
+        real=np.arange(B) < len(regions),
+        start_order=np.concatenate([der.start_order, ex.order[:, None]], axis=1),
+        start_peak=np.concatenate([der.start_peak, ex.peak[:, None]], axis=1),
+        start_length=np.concatenate([der.start_length, ex.length[:, None]], axis=1),
+        start_allowed=allowed,
+        rp_lower_bound=np.maximum(der.rp_lower_bound, ex.rp_lower),
+        length_lower_bound=der.length_lower_bound,
+        critical_path=der.critical_path,
+        proven=ex.proven,
+        exact_rp_cost=ex.rp_cost,
+        exact_length_bound=ex.length_bound,
     )

@@ -30,6 +30,7 @@ RP cost of these peaks (occupancy is non-increasing in RP).
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import NamedTuple
 
 import jax
@@ -46,8 +47,10 @@ __all__ = [
     "head_times",
     "length_lower_bound",
     "length_lower_bound_at",
+    "length_lower_bound_host",
     "length_lower_bound_jax",
     "rp_lower_bound",
+    "rp_peak_lower_bound_host",
     "rp_peak_lower_bound_jax",
     "simple_length_lower_bound",
 ]
@@ -207,6 +210,37 @@ def length_lower_bound_at(region: Region, machine: Machine, occupancy: int) -> i
     return int(bound)
 
 
+# ------------------------------------------------------------------------------ length, padded
+def _padded_head_times(dev: DeviceRegion) -> np.ndarray:
+    """int64[n]: `head_times` of a padded region (NumPy ``dev``), in a topological order of
+    its edges (Kahn)."""
+    n, N = int(dev.n), dev.valid.shape[0]
+    succ, lat = np.asarray(dev.succ[:n]).tolist(), np.asarray(dev.succ_lat[:n]).tolist()
+    left = np.asarray(dev.num_preds[:n]).tolist()
+    head = [0] * n
+    todo = [i for i in range(n) if left[i] == 0]
+    while todo:
+        i = todo.pop()
+        for j, w in zip(succ[i], lat[i], strict=True):
+            if j < N:
+                head[j] = max(head[j], head[i] + w)
+                left[j] -= 1
+                if left[j] == 0:
+                    todo.append(j)
+    return np.asarray(head, np.int64)
+
+
+def length_lower_bound_host(dev: DeviceRegion, issue_width: int = 1) -> np.int32:
+    """int32: `length_lower_bound_jax` of one padded region on the host (NumPy ``dev``, no
+    batch axis), equal to it (and to `length_lower_bound` of the region)."""
+    if isinstance(issue_width, bool) or not isinstance(issue_width, int) or issue_width < 1:
+        raise HeuristicError(f"issue_width {issue_width!r} must be an integer >= 1")
+    n = int(dev.n)
+    tail = np.asarray(dev.cp[:n], np.int64)
+    simple = max(int(tail.max(initial=0)) + 1, -(-n // issue_width))
+    return np.int32(max(_pair_bound(_padded_head_times(dev), tail, issue_width), simple))
+
+
 # ------------------------------------------------------------------------------ length, JAX
 def _head_times_jax(dev: DeviceRegion) -> jax.Array:
     """int32[N]: heads by relaxation to a fixed point (at most N rounds); padding 0."""
@@ -303,6 +337,56 @@ def rp_lower_bound(region: Region, machine: Machine) -> tuple[dict[str, int], in
     peaks = _rp_peak_lower_bound(region, machine)
     by_file = {f: int(p) for f, p in zip(machine.file_names, peaks, strict=True)}
     return by_file, int(machine.rp_cost(peaks))
+
+
+# ------------------------------------------------------------------------------ RP, padded
+def _file_widths(width, file, files, regs, mask) -> np.ndarray:
+    """int32[..., F]: widths (``width``/``file`` int32[R + 1]) of registers ``regs``
+    (int[..., K], sentinel R: width 0) where ``mask``, by file, summed over the K axis."""
+    w = np.where(mask & (regs < width.shape[0] - 1), width[regs], 0)
+    onehot = file[regs][..., None] == files
+    return np.sum(np.where(onehot, w[..., None], 0), axis=-2, dtype=np.int32)
+
+
+def rp_peak_lower_bound_host(dev: DeviceRegion, rows_per_chunk: int = 256) -> np.ndarray:
+    """int32[F]: `rp_peak_lower_bound_jax` of one padded region on the host (NumPy ``dev``,
+    no batch axis), equal to it; instructions are compared with their neighbours'
+    registers ``rows_per_chunk`` at a time."""
+    N, R = dev.valid.shape[0], dev.reg_width.shape[0]
+    files = np.arange(dev.live_through.shape[0], dtype=np.int32)
+    width = np.append(np.asarray(dev.reg_width, np.int32), np.int32(0))  # [R + 1]
+    file = np.append(np.asarray(dev.reg_file, np.int32), np.int32(0))
+    live_in = np.append(np.asarray(dev.reg_live_in), False)
+    live_out = np.append(np.asarray(dev.reg_live_out), False)
+    uses = np.concatenate([dev.uses, np.full((1, dev.uses.shape[1]), R, np.int32)])
+    defs = np.concatenate([dev.defs, np.full((1, dev.defs.shape[1]), R, np.int32)])
+    num_uses = np.append(np.asarray(dev.reg_num_uses), 0)
+    defined = np.zeros(R + 1, bool)
+    defined[defs[:N]] = True
+    defined[R] = False
+    always = live_in & (live_out | (num_uses == 0))
+    ids = np.arange(R)
+    total = partial(_file_widths, width, file, files)
+    start = total(ids, live_in[:R])
+    end = total(ids, (always | (live_out & (live_in | defined)))[:R])
+    always_w = total(ids, always[:R])
+    inner = np.zeros(files.shape[0], np.int32)
+    for lo in range(0, int(dev.n), rows_per_chunk):
+        rows = np.arange(lo, min(lo + rows_per_chunk, N))
+        u, d = uses[rows], defs[rows]  # [k, U], [k, V]
+        pdefs = defs[dev.pred[rows]]  # [k, P, V]
+        suses = uses[dev.succ[rows]]  # [k, D, U]
+        in_pred = (u[:, :, None, None] == pdefs[:, None]).any(axis=(2, 3))
+        in_succ = (u[:, :, None, None] == suses[:, None]).any(axis=(2, 3))
+        in_defs = (u[:, :, None] == d[:, None, :]).any(axis=2)
+        before = (u < R) & ~always[u] & (live_in[u] | in_pred)
+        stays = before & (live_out[u] | in_succ) & ~in_defs
+        b = always_w + total(u, before)
+        a = always_w + total(d, ~always[d]) + total(u, stays)
+        per = np.where(np.asarray(dev.valid)[rows, None], np.maximum(a, b), 0)
+        inner = np.maximum(inner, per.max(axis=0))
+    peak = np.maximum(np.maximum(start, end), inner)
+    return (np.asarray(dev.live_through, np.int32) + peak).astype(np.int32)
 
 
 # ------------------------------------------------------------------------------ RP, JAX

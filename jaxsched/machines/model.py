@@ -173,7 +173,7 @@ def rp_limits(
     The RP cost of per-file peaks is ``max(0, target - min_f occupancy_f(peak_f))`` with every
     occupancy non-increasing in RP, so "cost <= c" is a per-file box: ``peak_f <= limit_f``.
     ``RP_UNLIMITED`` where even the overflow occupancy (last column) is within the cost; -1 where
-    no RP is. Traceable; works on NumPy inputs too.
+    no RP is. Traceable; ``xp=numpy``: the same on the host (nothing to compile).
     """
     lut = xp.asarray(lut)
     T = lut.shape[1]
