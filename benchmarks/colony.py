@@ -11,6 +11,8 @@ rules, the batched corpus mode, and the colony's schedule quality.
     per-ant seeds). The ratio jaxsched / sequential is printed per cell. Every cell also checks
     that the two implementations agree (share of ants with identical orders) and verifies a few
     orders of both with `jaxsched.verify` (peaks, lengths and deaths must match the recomputation).
+    The native construction (`jaxsched.colony.native`, a C++ custom call) runs the same cells
+    (its compile time apart, timed interleaved with C) and must equal the `lax` results exactly.
 (b) Corpus: `jaxsched.schedule` on generated regions of mixed sizes, batched vs one region per
     call (regions/s, compilations).
 (c) Quality over the corpus: length reduction vs the heuristic start, share meeting the bounds;
@@ -47,7 +49,7 @@ sys.path.insert(0, str(HERE))
 
 from colony_baseline import CBaseline, build  # noqa: E402
 
-from jaxsched.colony import construct  # noqa: E402
+from jaxsched.colony import construct, native  # noqa: E402
 from jaxsched.colony.params import ColonyParams, default_params  # noqa: E402
 from jaxsched.compilation import COMPILED  # noqa: E402
 from jaxsched.heuristics import issue_cycles  # noqa: E402
@@ -178,15 +180,44 @@ def _construct(prep, inp, params, key, steps, uniform, *, wavefronts: int):
     )
 
 
+def _construct_native(prep, inp, params, key, steps, uniform, *, wavefronts: int):
+    """`_construct` by the native kernel."""
+    return native.construct_ants_native(
+        prep,
+        inp,
+        params,
+        key,
+        steps,
+        wavefronts=wavefronts,
+        wavefront_size=WAVEFRONT,
+        uniform_exploration=uniform,
+    )
+
+
 def _run_jax(compiled, args):
     return jax.block_until_ready(compiled(*args))
 
 
-def compile_construct(inst: Instance, params: ColonyParams, machine: Machine, ants: int):
-    """AOT-compile the construction for an instance and ant count -> (executable, args per
-    pass, compile seconds)."""
+def _interleaved(repeats: int, *calls) -> tuple[list[float], list[object]]:
+    """Median wall seconds of each of ``calls`` (no-argument functions), run in turns so that
+    load from other jobs hits them alike; and each one's last output."""
+    times: list[list[float]] = [[] for _ in calls]
+    outs: list[object] = [None] * len(calls)
+    for _ in range(repeats):
+        for k, call in enumerate(calls):
+            t0 = time.perf_counter()
+            outs[k] = call()
+            times[k].append(time.perf_counter() - t0)
+    return [statistics.median(t) for t in times], outs
+
+
+def compile_construct(
+    inst: Instance, params: ColonyParams, machine: Machine, ants: int, how=_construct
+):
+    """AOT-compile the construction (``how``: `_construct` or `_construct_native`) for an
+    instance and ant count -> (executable, args per pass, compile seconds)."""
     waves = max(1, ants // WAVEFRONT)
-    fn = jax.jit(partial(_construct, wavefronts=waves))
+    fn = jax.jit(partial(how, wavefronts=waves))
     key = jax.random.key(0)
     steps = jnp.int32(len(inst.region))
 
@@ -214,6 +245,7 @@ def throughput_cells(
     waves = max(1, ants // WAVEFRONT)
     A = waves * WAVEFRONT
     compiled, make_args, compile_s = compile_construct(inst, params, machine, ants)
+    nat_exe, _, nat_compile_s = compile_construct(inst, params, machine, ants, _construct_native)
     mem = compiled.memory_analysis()
     rows = []
     for timed in passes:
@@ -233,8 +265,14 @@ def throughput_cells(
         call = partial(
             cbase.construct, inst.prep, args[1], params, seeds, issue_width=machine.issue_width
         )
-        c_s, cres = _median_time(call, repeats, stop_dead=False)
+        jax.block_until_ready(nat_exe(*args))
+        (c_s, nat_s), (cres, nres) = _interleaved(
+            repeats, partial(call, stop_dead=False), partial(_run_jax, nat_exe, args)
+        )
         c_stop_s, _ = _median_time(call, repeats, stop_dead=True)
+        for name, a, b in zip(construct.AntResults._fields, jres, nres, strict=True):
+            if not (np.asarray(a) == np.asarray(b)).all():
+                raise BenchmarkError(f"native {name} differs from lax (n={n}, {A} ants)")
 
         same = (cres[0] == jres[0]).all(axis=1)
         if not all((cres[k][same] == jres[k][same]).all() for k in range(1, 5)):
@@ -250,7 +288,9 @@ def throughput_cells(
                 "ants": A,
                 "pass": "ilp" if timed else "rp",
                 "compile_s": compile_s,  # one compilation serves both passes
+                "native_compile_s": nat_compile_s,
                 "jax_s": jax_s,
+                "native_s": nat_s,
                 "c_s": c_s,
                 "c_stop_dead_s": c_stop_s,
                 "jax_ant_steps_per_s": A * n / jax_s,
@@ -259,6 +299,9 @@ def throughput_cells(
                 "c_schedules_per_s": A / c_s,
                 "c_stop_dead_schedules_per_s": A / c_stop_s,
                 "ratio_jax_over_c": c_s / jax_s,
+                "native_ant_steps_per_s": A * n / nat_s,
+                "ratio_native_over_c": c_s / nat_s,
+                "native_equals_lax": True,  # checked above, every AntResults field
                 "dead_share": float(jres[4].mean()),
                 "orders_identical": float(same.mean()),
                 "verified_ants": 2 * len(picks),
@@ -435,33 +478,51 @@ def _fmt_rate(x: float) -> str:
     return f"{x / 1e6:.2f} M" if x >= 1e5 else f"{x / 1e3:.1f} k"
 
 
+def _geomean(xs: list[float]) -> float:
+    return math.exp(statistics.mean(math.log(x) for x in xs))
+
+
 def write_report(path: Path, data: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.with_suffix(".json").write_text(json.dumps(data, indent=1))
     m = data["meta"]
     lines = [
-        "# Colony construction: jaxsched vs a sequential C baseline",
+        "# Colony construction: jaxsched (lax, native) vs a sequential C baseline",
         "",
         f"Machine model {m['machine']}; JAX {m['jax']} on {m['backend']} ({m['cpu']}, "
         f"{m['cores']} cores, shared with other jobs: medians of {m['repeats']} runs); C: "
         f"`{m['cflags']}` (built in {m['c_build_s']:.2f} s), one core, one ant after another. "
         "Both solve the identical instance (same `Prepared` arrays, pheromone table, per-ant "
-        "seeds); an ant-step = one instruction scheduled by one ant. Ratio = jaxsched / C "
-        "ant-steps per second (> 1: jaxsched faster). `C stop` = C with dead ants stopping at "
-        "once (schedules/s). Identical = share of ants whose orders are equal in both; "
-        "3 ants of each are verified per row with `jaxsched.verify`.",
+        "seeds); an ant-step = one instruction scheduled by one ant. `lax` = "
+        "`construct.construct_ants` (XLA ops), `native` = the C++ custom call "
+        f"(`jaxsched.colony.native`, {m.get('native_flags', '')}), whose results are checked "
+        "equal to lax's in every field (orders, peaks, lengths, stalls, deaths) in every row; "
+        "native and C are timed in turns. Ratio = jaxsched / C ant-steps per second (> 1: "
+        "jaxsched faster); compile s = lower + compile of the construction (the native "
+        "library is built once per source and host: "
+        f"{m.get('native_build_s', 0.0):.1f} s in this run, ~0 when cached). `C stop` = C with "
+        "dead ants stopping at once "
+        "(schedules/s). Identical = share of ants whose orders are equal in lax and C; 3 ants "
+        "of each are verified per row with `jaxsched.verify`.",
         "",
-        "| n | N | K | ants | pass | compile s | jax s | C s | jax ant-steps/s | "
-        "C ant-steps/s | ratio | jax sched/s | C stop sched/s | dead | identical | temp MiB |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| n | N | K | ants | pass | lax compile s | native compile s | lax s | native s | C s | "
+        "lax ant-steps/s | native ant-steps/s | C ant-steps/s | lax/C | native/C | "
+        "C stop sched/s | dead | identical | temp MiB |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in data["throughput"]:
+        nat = "native_s" in r
         lines.append(
             f"| {r['n']} | {r['bucket']} | {r['ready_slots']} | {r['ants']} | {r['pass']} | "
-            f"{r['compile_s']:.1f} | {r['jax_s']:.3f} | {r['c_s']:.3f} | "
-            f"{_fmt_rate(r['jax_ant_steps_per_s'])} | {_fmt_rate(r['c_ant_steps_per_s'])} | "
-            f"{r['ratio_jax_over_c']:.2f}x | {r['jax_schedules_per_s']:.0f} | "
-            f"{r['c_stop_dead_schedules_per_s']:.0f} | {r['dead_share']:.0%} | "
+            f"{r['compile_s']:.1f} | "
+            + (f"{r['native_compile_s']:.2f} | " if nat else "- | ")
+            + f"{r['jax_s']:.3f} | "
+            + (f"{r['native_s']:.4f} | " if nat else "- | ")
+            + f"{r['c_s']:.4f} | {_fmt_rate(r['jax_ant_steps_per_s'])} | "
+            + (f"{_fmt_rate(r['native_ant_steps_per_s'])} | " if nat else "- | ")
+            + f"{_fmt_rate(r['c_ant_steps_per_s'])} | {r['ratio_jax_over_c']:.2f}x | "
+            + (f"{r['ratio_native_over_c']:.2f}x | " if nat else "- | ")
+            + f"{r['c_stop_dead_schedules_per_s']:.0f} | {r['dead_share']:.0%} | "
             f"{r['orders_identical']:.1%} | {r['compiled_bytes']['temp'] / 2**20:.1f} |"
         )
     lines.append("")
@@ -472,17 +533,19 @@ def write_report(path: Path, data: dict) -> None:
             + "."
         )
     lines.append(f"Process peak RSS: {data['throughput'][-1]['max_rss_mib']:.0f} MiB.")
-    ratios = collections.defaultdict(list)
-    for r in data["throughput"]:
-        ratios[r["ants"]].append(r["ratio_jax_over_c"])
-    lines.append(
-        "Geometric-mean ratio by ants: "
-        + ", ".join(
-            f"{a}: {math.exp(statistics.mean(math.log(x) for x in v)):.2f}x"
-            for a, v in sorted(ratios.items())
+    for who, field in (("lax", "ratio_jax_over_c"), ("native", "ratio_native_over_c")):
+        ratios = collections.defaultdict(list)
+        for r in data["throughput"]:
+            if field in r:
+                ratios[r["ants"]].append(r[field])
+        if not ratios:
+            continue
+        every = [x for v in ratios.values() for x in v]
+        lines.append(
+            f"Geometric-mean ratio {who}/C by ants: "
+            + ", ".join(f"{a}: {_geomean(v):.2f}x" for a, v in sorted(ratios.items()))
+            + f"; all cells {_geomean(every):.2f}x."
         )
-        + "."
-    )
     prof = data.get("profile") or []
     if prof:
         lines += ["", "## Where the time goes", ""]
@@ -619,6 +682,11 @@ def main(argv: list[str] | None = None) -> int:
 
     t_start = time.perf_counter()
     cbase, c_build_s = build()
+    t0 = time.perf_counter()
+    why = native.unavailable()
+    if why:
+        raise BenchmarkError(why)
+    native_build_s = time.perf_counter() - t0
     prof_at = (sizes[min(2, len(sizes) - 1)], 1024 if 1024 in ant_counts else ant_counts[-1])
     prof_exe = None
     rows, skipped = [], []
@@ -639,8 +707,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(
                     f"n={n:5d} ants={row['ants']:5d} {row['pass']:3s} compile "
                     f"{row['compile_s']:5.1f}s  jax {_fmt_rate(row['jax_ant_steps_per_s'])}"
-                    f" C {_fmt_rate(row['c_ant_steps_per_s'])} ant-steps/s  ratio "
-                    f"{row['ratio_jax_over_c']:.2f}x  identical {row['orders_identical']:.1%}",
+                    f" native {_fmt_rate(row['native_ant_steps_per_s'])}"
+                    f" C {_fmt_rate(row['c_ant_steps_per_s'])} ant-steps/s  lax/C "
+                    f"{row['ratio_jax_over_c']:.2f}x  native/C {row['ratio_native_over_c']:.2f}x"
+                    f"  identical {row['orders_identical']:.1%}",
                     flush=True,
                 )
 
@@ -674,6 +744,9 @@ def main(argv: list[str] | None = None) -> int:
             "repeats": a.repeats,
             "cflags": "cc " + " ".join(("-O2", "-march=native", "-shared", "-fPIC")),
             "c_build_s": c_build_s,
+            "native_flags": " ".join(native.FLAGS),
+            "native_build_s": native_build_s,
+            "native_fma": native.xla_contracts(),
             "quick": a.quick,
             "seed": a.seed,
         },
