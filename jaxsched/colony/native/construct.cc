@@ -198,65 +198,88 @@ struct Kernel {
     }
   }
 
+  // Register effect of every slot (`construct._candidates`): flags semi-ready (against
+  // `cycle`), over the soft limit, raises the RP; a.kill_sum. Returns whether a ready slot
+  // stays within the soft limit; *any_ready / *min_e: a slot is ready / the first earliest
+  // cycle; *calm / *safe: bit 0 among ready slots, bit 1 among all, a slot does not raise
+  // the RP / stays within the soft limit; *kill_max: the largest kill width.
+  static bool effects(const Region& g, Ant& a, int32_t cycle, bool* any_ready, int32_t* min_e,
+                      int* calm, int* safe, int32_t* kill_max) {
+    const int32_t F = files(g), count = a.count;
+    // over: live_w + born - kill + live_through > soft_limit, i.e. born - kill > room.
+    int32_t room[64];
+    for (int32_t f = 0; f < F; ++f) room[f] = g.soft_limit[f] - a.live_w[f] - g.live_through[f];
+    const int32_t* __restrict born_k = a.born.data();
+    const int32_t* __restrict kill_k = a.kill.data();
+    const int32_t* __restrict e_k = a.e.data();
+    int32_t* __restrict kill_sums = a.kill_sum.data();
+    uint8_t* __restrict flags = a.flags.data();
+    bool ready_any = false, safe_ready = false;
+    int32_t e_min = kBig, k_max = 0;
+    int calm_bits = 0, safe_bits = 0;
+    for (int32_t k = 0; k < count; ++k) {
+      const int32_t* born = born_k + static_cast<size_t>(k) * F;
+      const int32_t* kill = kill_k + static_cast<size_t>(k) * F;
+      bool over = false;
+      int32_t born_sum = 0, kill_sum = 0;
+      for (int32_t f = 0; f < F; ++f) {
+        over |= born[f] - kill[f] > room[f];
+        born_sum += born[f];
+        kill_sum += kill[f];
+      }
+      const int32_t e = e_k[k];
+      const bool semi = e > cycle, raises = born_sum > kill_sum;
+      ready_any |= !semi;
+      e_min = std::min(e_min, e);
+      safe_ready |= !semi && !over;
+      calm_bits |= (!semi && !raises) | (!raises) << 1;
+      safe_bits |= (!semi && !over) | (!over) << 1;
+      kill_sums[k] = kill_sum;
+      k_max = std::max(k_max, kill_sum);
+      flags[k] = (semi ? kSemi : 0) | (over ? kOver : 0) | (raises ? kRaises : 0);
+    }
+    *any_ready = ready_any, *min_e = e_min, *calm = calm_bits, *safe = safe_bits;
+    *kill_max = k_max;
+    return safe_ready;
+  }
+
   // `construct.decide`: candidates (`_candidates`), scores (`_scores`) and the pick
   // (`pick_slot`). Returns the slot; *cycle / *issued: the ant's cycle after a necessary
   // stall and the instructions already issued in it.
   static int32_t decide(const Region& g, Ant& a, int32_t t, uint32_t seed, uint32_t coin,
                         bool may_stall, int32_t* cycle_out, int32_t* issued_out) {
-    const int32_t F = files(g), count = a.count;
-    // Nothing ready: stall to the first earliest cycle.
-    bool any_ready = false;
-    int32_t min_e = kBig;
-    for (int32_t k = 0; k < count; ++k) {
-      any_ready |= a.e[k] <= a.cycle;
-      min_e = std::min(min_e, a.e[k]);
+    const int32_t count = a.count;
+    bool any_ready;
+    int32_t min_e, kill_max;
+    int calm, safe;
+    int32_t cycle = a.cycle;
+    bool safe_ready = effects(g, a, cycle, &any_ready, &min_e, &calm, &safe, &kill_max);
+    if (!any_ready) {  // nothing ready: stall to the first earliest cycle, then look again
+      cycle = std::max(a.cycle, min_e);
+      safe_ready = effects(g, a, cycle, &any_ready, &min_e, &calm, &safe, &kill_max);
     }
-    const int32_t cycle = any_ready ? a.cycle : std::max(a.cycle, min_e);
     *cycle_out = cycle;
     *issued_out = cycle != a.cycle ? 0 : a.issued;
-    // Register effect: over the soft limit, raises the RP; semi-ready.
-    bool safe_ready = false;
-    int32_t kill_max = 0;
-    for (int32_t k = 0; k < count; ++k) {
-      const int32_t* born = &a.born[static_cast<size_t>(k) * F];
-      const int32_t* kill = &a.kill[static_cast<size_t>(k) * F];
-      bool over = false;
-      int32_t born_sum = 0, kill_sum = 0;
-      for (int32_t f = 0; f < F; ++f) {
-        over |= a.live_w[f] + born[f] - kill[f] + g.live_through[f] > g.soft_limit[f];
-        born_sum += born[f];
-        kill_sum += kill[f];
-      }
-      const bool semi = a.e[k] > cycle;
-      safe_ready |= !semi && !over;
-      a.kill_sum[k] = kill_sum;
-      kill_max = std::max(kill_max, kill_sum);
-      a.flags[k] = (semi ? kSemi : 0) | (over ? kOver : 0) | (born_sum > kill_sum ? kRaises : 0);
-    }
     // Eligible: ready, or semi-ready where stalls are allowed or nothing ready is safe.
-    bool calm_exists = false, safe_exists = false;
-    for (int32_t k = 0; k < count; ++k) {
-      uint8_t fl = a.flags[k];
-      if (!(fl & kSemi) || may_stall || !safe_ready) {
-        fl |= kEligible;
-        calm_exists |= !(fl & kRaises);
-        safe_exists |= !(fl & kOver);
-      }
-      a.flags[k] = fl;
-    }
+    const bool all_eligible = may_stall || !safe_ready;
+    const int among = all_eligible ? 2 : 1;
+    const bool calm_exists = calm & among, safe_exists = safe & among;
     if (g.dynamic) dynamic_terms(g, a, cycle);
-    // Scores: tau[last, j] * (1 + key), damped; the best one.
+    // Scores: tau[last, j] * (1 + key), damped; the best one (first slot of it).
     const float luc_den = std::max(static_cast<float>(kill_max), 1.0f);
     const float gb = g.stall_budget;
     const float damp_taken = stall_damping(static_cast<float>(a.stalls), gb);
     const Tau* tau_row = static_cast<const Tau*>(g.tau) + static_cast<size_t>(a.last) * (g.N + 1);
     float best = 0.0f;  // ineligible slots score 0 (scores are positive for score_floor > 0)
+    int32_t best_slot = -1, last_eligible = 0;
     for (int32_t k = 0; k < count; ++k) {
       const uint8_t fl = a.flags[k];
-      if (!(fl & kEligible)) {
+      if ((fl & kSemi) && !all_eligible) {
         a.score[k] = 0.0f;
         continue;
       }
+      a.flags[k] = fl | kEligible;
+      last_eligible = k;
       const float luc = static_cast<float>(a.kill_sum[k]) / luc_den;
       float num = g.mad(a.key[k], g.ws, g.wl * luc);
       if (g.dynamic) num = num + a.extra[k];
@@ -269,10 +292,11 @@ struct Kernel {
       }
       score = std::max(score, g.score_floor);
       a.score[k] = score;
-      best = std::max(best, score);
+      if (score > best) best = score, best_slot = k;
     }
     // Exploit with probability q0: the first eligible slot of the best score.
     if (uniform01(coin, t) < g.q0) {
+      if (best_slot >= 0) return best_slot;
       for (int32_t k = 0; k < count; ++k)
         if ((a.flags[k] & kEligible) && a.score[k] == best) return k;
       return count;
@@ -280,12 +304,9 @@ struct Kernel {
     // Roulette on integer weights: 16 bits relative to the best score, at least 1.
     const float scale = std::max(best, 1e-30f);
     uint32_t total = 0;
-    int32_t last_eligible = 0;
     for (int32_t k = 0; k < count; ++k) {
-      if (a.flags[k] & kEligible) {
+      if (a.flags[k] & kEligible)
         total += static_cast<uint32_t>(1 + to_i32(a.score[k] / scale * 65535.0f));
-        last_eligible = k;
-      }
       a.csum[k] = static_cast<int32_t>(total);  // inclusive prefix sum
     }
     const float u = uniform01(seed, t);
@@ -354,57 +375,50 @@ struct Kernel {
     if (k != g.K) add_wf(g, &a.kill[static_cast<size_t>(k) * files(g)], r, 1);
   }
 
-  // j's registers (`construct.register_update` from the old values, then `_registers`'
-  // writes): uses first (last uses die), defs born, the peak, dead defs die; last-use kills.
+  // j's registers (`construct.register_update`, then `_registers`' writes), in sequence:
+  // uses first (a last use dies; a live register with one use left is killed by that last
+  // user), defs born, the peak, then dead defs die (and a newborn with one use is killed by
+  // it). Uses and defs are unique per instruction, so this equals the `lax` path's update
+  // from the old values (a register both used and defined sees its use first there too).
   static void registers(const Region& g, Ant& a, int32_t j) {
-    const int32_t N = g.N, R = g.R, F = files(g), U = g.U, V = g.V;
-    const int32_t* u = g.uses + static_cast<size_t>(j) * U;
-    const int32_t* d = g.defs + static_cast<size_t>(j) * V;
-    int32_t rem_u[64], xor_u[64], rem_d[64], xor_d[64];
-    bool live_u[64], die[64], live_d[64], dead_def[64];
-    for (int32_t i = 0; i < U; ++i) {
+    const int32_t R = g.R, F = files(g);
+    const int32_t* u = g.uses + static_cast<size_t>(j) * g.U;
+    const int32_t* d = g.defs + static_cast<size_t>(j) * g.V;
+    int32_t* live_w = a.live_w.data();
+    for (int32_t i = 0; i < g.U; ++i) {
       const int32_t r = u[i];
       if (r == R) continue;
-      rem_u[i] = a.remaining[r] - 1;
-      xor_u[i] = a.users_xor[r] ^ j;
-      live_u[i] = a.live[r];
-      die[i] = rem_u[i] == 0 && live_u[i] && !g.live_out[r];
+      const int32_t rem = --a.remaining[r];
+      const int32_t user = a.users_xor[r] ^= j;
+      if (!a.live[r] || g.live_out[r]) continue;
+      if (rem == 0) {
+        a.live[r] = 0;
+        add_wf(g, live_w, r, -1);
+      } else if (rem == 1) {
+        add_kill(g, a, user, r);
+      }
     }
-    for (int32_t v = 0; v < V; ++v) {
+    for (int32_t v = 0; v < g.V; ++v) {
       const int32_t r = d[v];
-      if (r == R) continue;
-      bool in_u = false, dies = false;
-      for (int32_t i = 0; i < U; ++i)
-        if (u[i] == r) in_u = true, dies |= die[i];
-      rem_d[v] = a.remaining[r] - (in_u ? 1 : 0);
-      xor_d[v] = in_u ? a.users_xor[r] ^ j : a.users_xor[r];
-      live_d[v] = a.live[r] && !dies;  // born: !live_d[v]
-      dead_def[v] = rem_d[v] == 0 && !g.live_out[r];
+      if (r == R || a.live[r]) continue;
+      a.live[r] = 2;  // born now (2 until the dead-def check below)
+      add_wf(g, live_w, r, 1);
     }
-    int32_t* live_w = a.live_w.data();
-    for (int32_t i = 0; i < U; ++i)
-      if (u[i] != R && die[i]) add_wf(g, live_w, u[i], -1);
-    for (int32_t v = 0; v < V; ++v)
-      if (d[v] != R && !live_d[v]) add_wf(g, live_w, d[v], 1);
     for (int32_t f = 0; f < F; ++f)
       a.peak[f] = std::max(a.peak[f], live_w[f] + g.live_through[f]);
-    for (int32_t v = 0; v < V; ++v)
-      if (d[v] != R && dead_def[v]) add_wf(g, live_w, d[v], -1);
-    for (int32_t i = 0; i < U; ++i) {
-      const int32_t r = u[i];
+    for (int32_t v = 0; v < g.V; ++v) {
+      const int32_t r = d[v];
       if (r == R) continue;
-      a.remaining[r] = rem_u[i];
-      a.users_xor[r] = xor_u[i];
-      a.live[r] = live_u[i] && !die[i];
+      const bool born = a.live[r] == 2;
+      a.live[r] = 1;
+      if (g.live_out[r]) continue;
+      if (a.remaining[r] == 0) {
+        a.live[r] = 0;
+        add_wf(g, live_w, r, -1);
+      } else if (born && a.remaining[r] == 1) {
+        add_kill(g, a, a.users_xor[r], r);
+      }
     }
-    for (int32_t v = 0; v < V; ++v)
-      if (d[v] != R) a.live[d[v]] = !dead_def[v];
-    for (int32_t i = 0; i < U; ++i)
-      if (u[i] != R && rem_u[i] == 1 && live_u[i] && !g.live_out[u[i]])
-        add_kill(g, a, xor_u[i], u[i]);
-    for (int32_t v = 0; v < V; ++v)
-      if (d[v] != R && rem_d[v] == 1 && !live_d[v] && !g.live_out[d[v]])
-        add_kill(g, a, xor_d[v], d[v]);
   }
 
   // One step (`construct.apply_pick` after `decide`): the ant issues the candidate it picks.
