@@ -198,17 +198,21 @@ def _run_jax(compiled, args):
     return jax.block_until_ready(compiled(*args))
 
 
-def _interleaved(repeats: int, *calls) -> tuple[list[float], list[object]]:
-    """Median wall seconds of each of ``calls`` (no-argument functions), run in turns so that
-    load from other jobs hits them alike; and each one's last output."""
-    times: list[list[float]] = [[] for _ in calls]
+def _interleaved(repeats: int, *calls) -> tuple[list[float], list[float], list[object]]:
+    """Median wall seconds and median process CPU seconds (all threads: the work done, what
+    other jobs on the machine do not inflate) of each of ``calls`` (no-argument functions),
+    run in turns so that load from other jobs hits them alike; and each one's last output."""
+    wall: list[list[float]] = [[] for _ in calls]
+    cpu: list[list[float]] = [[] for _ in calls]
     outs: list[object] = [None] * len(calls)
     for _ in range(repeats):
         for k, call in enumerate(calls):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             outs[k] = call()
-            times[k].append(time.perf_counter() - t0)
-    return [statistics.median(t) for t in times], outs
+            cpu[k].append(time.process_time() - c0)
+            wall[k].append(time.perf_counter() - t0)
+    med = statistics.median
+    return [med(t) for t in wall], [med(t) for t in cpu], outs
 
 
 def compile_construct(
@@ -250,9 +254,8 @@ def throughput_cells(
     rows = []
     for timed in passes:
         args = make_args(timed)
-        jax.block_until_ready(compiled(*args))  # first run: allocations, not timed
-        jax_s, jres = _median_time(_run_jax, repeats, compiled, args)
-        jres = tuple(np.asarray(x) for x in jres)
+        jax.block_until_ready(compiled(*args))  # first runs: allocations, not timed
+        jax.block_until_ready(nat_exe(*args))
 
         seeds = construct.make_seeds(
             args[3],
@@ -265,10 +268,13 @@ def throughput_cells(
         call = partial(
             cbase.construct, inst.prep, args[1], params, seeds, issue_width=machine.issue_width
         )
-        jax.block_until_ready(nat_exe(*args))
-        (c_s, nat_s), (cres, nres) = _interleaved(
-            repeats, partial(call, stop_dead=False), partial(_run_jax, nat_exe, args)
+        (c_s, nat_s, jax_s), (c_cpu, nat_cpu, jax_cpu), (cres, nres, jres) = _interleaved(
+            repeats,
+            partial(call, stop_dead=False),
+            partial(_run_jax, nat_exe, args),
+            partial(_run_jax, compiled, args),
         )
+        jres = tuple(np.asarray(x) for x in jres)
         c_stop_s, _ = _median_time(call, repeats, stop_dead=True)
         for name, a, b in zip(construct.AntResults._fields, jres, nres, strict=True):
             if not (np.asarray(a) == np.asarray(b)).all():
@@ -293,6 +299,11 @@ def throughput_cells(
                 "native_s": nat_s,
                 "c_s": c_s,
                 "c_stop_dead_s": c_stop_s,
+                "jax_cpu_s": jax_cpu,
+                "native_cpu_s": nat_cpu,
+                "c_cpu_s": c_cpu,
+                "ratio_jax_over_c_cpu": c_cpu / jax_cpu,
+                "ratio_native_over_c_cpu": c_cpu / nat_cpu,
                 "jax_ant_steps_per_s": A * n / jax_s,
                 "c_ant_steps_per_s": A * n / c_s,
                 "jax_schedules_per_s": A / jax_s,
@@ -497,18 +508,19 @@ def write_report(path: Path, data: dict) -> None:
         "`construct.construct_ants` (XLA ops), `native` = the C++ custom call "
         f"(`jaxsched.colony.native`, {m.get('native_flags', '')}), whose results are checked "
         "equal to lax's in every field (orders, peaks, lengths, stalls, deaths) in every row; "
-        "native and C are timed in turns. Ratio = jaxsched / C ant-steps per second (> 1: "
-        "jaxsched faster); compile s = lower + compile of the construction (the native "
-        "library is built once per source and host: "
-        f"{m.get('native_build_s', 0.0):.1f} s in this run, ~0 when cached). `C stop` = C with "
-        "dead ants stopping at once "
-        "(schedules/s). Identical = share of ants whose orders are equal in lax and C; 3 ants "
+        "lax, native and C are timed in turns. Ratio = jaxsched / C ant-steps per second (> 1: "
+        "jaxsched faster), by wall time and by process CPU time (`cpu`: all threads; the work "
+        "per core, which the other jobs on this shared machine do not inflate); compile s = "
+        "lower + compile of the construction (the native library is built once per source "
+        f"and host: {m.get('native_build_s', 0.0):.1f} s in this run, ~0 when cached). "
+        "`C stop` = C with dead ants stopping at once (schedules/s). Identical = share of "
+        "ants whose orders are equal in lax and C; 3 ants "
         "of each are verified per row with `jaxsched.verify`.",
         "",
         "| n | N | K | ants | pass | lax compile s | native compile s | lax s | native s | C s | "
         "lax ant-steps/s | native ant-steps/s | C ant-steps/s | lax/C | native/C | "
-        "C stop sched/s | dead | identical | temp MiB |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "lax/C cpu | native/C cpu | C stop sched/s | dead | identical | temp MiB |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in data["throughput"]:
         nat = "native_s" in r
@@ -522,6 +534,11 @@ def write_report(path: Path, data: dict) -> None:
             + (f"{_fmt_rate(r['native_ant_steps_per_s'])} | " if nat else "- | ")
             + f"{_fmt_rate(r['c_ant_steps_per_s'])} | {r['ratio_jax_over_c']:.2f}x | "
             + (f"{r['ratio_native_over_c']:.2f}x | " if nat else "- | ")
+            + (
+                f"{r['ratio_jax_over_c_cpu']:.2f}x | {r['ratio_native_over_c_cpu']:.2f}x | "
+                if "native_cpu_s" in r
+                else "- | - | "
+            )
             + f"{r['c_stop_dead_schedules_per_s']:.0f} | {r['dead_share']:.0%} | "
             f"{r['orders_identical']:.1%} | {r['compiled_bytes']['temp'] / 2**20:.1f} |"
         )
@@ -533,7 +550,12 @@ def write_report(path: Path, data: dict) -> None:
             + "."
         )
     lines.append(f"Process peak RSS: {data['throughput'][-1]['max_rss_mib']:.0f} MiB.")
-    for who, field in (("lax", "ratio_jax_over_c"), ("native", "ratio_native_over_c")):
+    for who, field in (
+        ("lax", "ratio_jax_over_c"),
+        ("native", "ratio_native_over_c"),
+        ("lax (cpu time)", "ratio_jax_over_c_cpu"),
+        ("native (cpu time)", "ratio_native_over_c_cpu"),
+    ):
         ratios = collections.defaultdict(list)
         for r in data["throughput"]:
             if field in r:
@@ -563,7 +585,8 @@ def write_report(path: Path, data: dict) -> None:
                 + "."
             )
             lines.append("")
-        lines += data.get("notes", [])
+    if data.get("notes"):
+        lines += ["", "## Notes", "", *data["notes"]] if not prof else data["notes"]
     c = data.get("corpus")
     if c:
         b, s = c["batched"], c["one_at_a_time"]
@@ -689,6 +712,7 @@ def main(argv: list[str] | None = None) -> int:
     native_build_s = time.perf_counter() - t0
     prof_at = (sizes[min(2, len(sizes) - 1)], 1024 if 1024 in ant_counts else ant_counts[-1])
     prof_exe = None
+    prof_cell = prof_at
     rows, skipped = [], []
     for n in sizes:
         inst = make_instance(n, a.seed * 7919 + n, machine, params)
@@ -700,8 +724,10 @@ def main(argv: list[str] | None = None) -> int:
             cells, compiled, make_args = throughput_cells(
                 inst, machine, params, cbase, ants=ants, passes=passes, repeats=a.repeats
             )
-            if (n, ants) == prof_at:
-                prof_exe = (compiled, make_args)
+            exact = prof_exe is not None and prof_cell == prof_at
+            if (n, ants) == prof_at or (not exact and n * ants <= prof_at[0] * prof_at[1]):
+                prof_exe = (compiled, make_args)  # the chosen cell, else the last one below
+                prof_cell = (n, ants)
             for row in cells:
                 rows.append(row)
                 print(
@@ -710,6 +736,7 @@ def main(argv: list[str] | None = None) -> int:
                     f" native {_fmt_rate(row['native_ant_steps_per_s'])}"
                     f" C {_fmt_rate(row['c_ant_steps_per_s'])} ant-steps/s  lax/C "
                     f"{row['ratio_jax_over_c']:.2f}x  native/C {row['ratio_native_over_c']:.2f}x"
+                    f" (cpu {row['ratio_native_over_c_cpu']:.2f}x)"
                     f"  identical {row['orders_identical']:.1%}",
                     flush=True,
                 )
@@ -721,8 +748,8 @@ def main(argv: list[str] | None = None) -> int:
             p = profile_construction(
                 compiled,
                 make_args(timed),
-                n=prof_at[0],
-                ants=max(1, prof_at[1] // WAVEFRONT) * WAVEFRONT,
+                n=prof_cell[0],
+                ants=max(1, prof_cell[1] // WAVEFRONT) * WAVEFRONT,
                 timed=timed,
             )
             profile.append(p)
