@@ -270,12 +270,17 @@ def construct_ants_native(
         jax.ShapeDtypeStruct((A,), jnp.bool_),
     )
     call = jax.ffi.ffi_call(TARGET, out, vmap_method="broadcast_all")
-    p = prep
+    ints32 = [
+        jnp.asarray(getattr(prep, f), i32)
+        for f in ("n", "succ", "succ_lat", "num_preds", "uses", "defs", "def_wf", "reg_wf",
+                  "reg_num_uses", "reg_users_xor")
+    ]  # fmt: skip
+    live = [jnp.asarray(x, jnp.bool_) for x in (prep.reg_live_in, prep.reg_live_out)]
+    roots = [jnp.asarray(x, i32) for x in (prep.live_through, prep.init_ready, prep.init_count)]
+    tau = inp.tau if inp.tau.dtype == jnp.float16 else inp.tau.astype(jnp.float32)
     order, peak, length, stalls, dead = call(
-        p.n.astype(i32), p.succ, p.succ_lat, p.num_preds, p.uses, p.defs, p.def_wf, p.reg_wf,
-        p.reg_num_uses, p.reg_users_xor, p.reg_live_in, p.reg_live_out, p.live_through,
-        p.init_ready, p.init_count.astype(i32), p.init_kill, inp.tau, inp.key, ints, floats,
-        seed_arr,
+        *ints32, *live, *roots, jnp.asarray(prep.init_kill, i32), tau,
+        inp.key.astype(jnp.float32), ints, floats, seed_arr,
     )  # fmt: skip
     return AntResults(order=order, peak=peak, length=length, stalls=stalls, dead=dead)
 
