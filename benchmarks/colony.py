@@ -402,7 +402,7 @@ def corpus(
     count: int, single_count: int, max_size: int, ants: int, seed: int, machine: Machine
 ) -> tuple[dict, list]:
     """Batched `schedule` vs one region per call; every result verified."""
-    from jaxsched.colony import schedule
+    from jaxsched.colony import dispatch, schedule
 
     regions = generate_regions(seed, count, 2, max_size)
     kw = dict(ants=ants, wavefront_size=min(WAVEFRONT, ants))
@@ -433,6 +433,7 @@ def corpus(
         "regions": count,
         "sizes": {"min": min(sizes), "median": statistics.median(sizes), "max": max(sizes)},
         "ants": ants,
+        "construction": dispatch.resolve("auto"),
         "batched": {
             "seconds": b_s,
             "compile_s": b_comp_s,
@@ -595,8 +596,9 @@ def write_report(path: Path, data: dict) -> None:
             "## Corpus: batched `schedule` vs one region per call",
             "",
             f"{c['regions']} generated regions, sizes {c['sizes']['min']}..{c['sizes']['max']} "
-            f"(median {c['sizes']['median']}), {c['ants']} ants, both passes; one-at-a-time "
-            f"over the first {s['regions']} of them.",
+            f"(median {c['sizes']['median']}), {c['ants']} ants, both passes, construction "
+            f"`auto` ({c.get('construction', 'native on the CPU')}); one-at-a-time over the "
+            f"first {s['regions']} of them.",
             "",
             "| mode | regions | seconds | compile s | compilations | regions/s | "
             "regions/s without compile |",
