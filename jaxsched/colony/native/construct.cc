@@ -4,9 +4,10 @@
 //
 // Bit-identity with the `lax` path:
 //   * The same state machine: compact ready list with swap-remove, release of successors into
-//     the next slots, register update from the old values (`register_update`), issue timing,
-//     death. Sentinel writes of the `lax` path (instruction N, register R, slot K) only touch
-//     dummy rows that are never read, so they are skipped here.
+//     the next slots, the register update (`register_update`; in sequence here, which equals
+//     it since an instruction's uses and defs are unique), issue timing, death. Sentinel
+//     writes of the `lax` path (instruction N, register R, slot K) only touch dummy rows that
+//     are never read, so they are skipped here.
 //   * The same float32 operations in the same order (compiled with -ffp-contract=off, so
 //     every operation is as written). Where XLA:CPU contracts a product and a sum into one
 //     fused multiply-add (LLVM does when the CPU has FMA), `mad` does too, by the `fma` flag
