@@ -3,10 +3,11 @@
 on generated regions of 8..300 instructions, both passes, several ant counts, a learned
 heuristic and a float16 pheromone table, under `jit` and `vmap` over regions; the full
 `schedule` path; the fallback without a compiler; a stored executable loaded by a new
-process."""
+process, and rebuilt by one that lacks the FFI target."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -246,3 +247,64 @@ def test_a_stored_native_executable_loads_in_a_new_process(tmp_path):
         runs.append(done.stdout.split(maxsplit=2))
     assert int(runs[0][0]) >= 1 and int(runs[1][0]) == 0 and int(runs[1][1]) >= 1
     assert runs[0][2] == runs[1][2]
+
+
+#: A process that runs one native construction through a `CompileCache` on the store in
+#: argv[1] and prints its compilations, loads, first order and warnings (JSON).
+_STORE_CASE = """
+import json, sys, warnings
+from functools import partial
+import jax, jax.numpy as jnp, numpy as np
+from jaxsched.colony import construct as C, native
+from jaxsched.colony.params import default_params
+from jaxsched.compilation import CompileCache
+from jaxsched.machines.model import gfx906
+from jaxsched.problem.generate import generate_region
+from jaxsched.problem.padded import pad_region, padded_shape
+from jaxsched.store import ExecutableStore
+
+
+@partial(jax.jit, static_argnames=("ready",))
+def run(dev, tau, key, *, ready):
+    prep = C.prepare(dev, ready)
+    p = default_params()
+    limit = jnp.full(2, 999, jnp.int32)
+    inp = C.StepInputs(tau, jnp.float32(0.5), limit, limit, jnp.float32(2.0), jnp.bool_(True),
+                       C.static_key(prep, p, jnp.bool_(True)), jnp.int32(1))
+    return native.construct_ants_native(prep, inp, p, key, prep.n, wavefronts=1,
+                                        wavefront_size=8, uniform_exploration=False).order
+
+
+machine, region = gfx906(), generate_region(1, 10)
+shape = padded_shape(region, machine)
+dev = jax.tree.map(jnp.asarray, pad_region(region, machine, shape))
+tau = jnp.ones((shape.n + 1, shape.n + 1), jnp.float32)
+cache = CompileCache(store=ExecutableStore(sys.argv[1]))
+with warnings.catch_warnings(record=True) as w:
+    warnings.simplefilter("always")
+    out = np.asarray(cache(run, {"ready": shape.ready}, dev, tau, jax.random.key(0)))
+print(json.dumps({"compilations": cache.compilations, "loads": cache.loads,
+                  "order": out[0].tolist(), "warnings": [str(x.message) for x in w]}))
+"""
+
+
+@pytest.mark.slow
+def test_a_stored_executable_without_its_target_is_rebuilt(tmp_path):
+    # A process whose library folder is empty has no target registered when it loads a stored
+    # executable that calls it: the entry is reported, deleted and compiled again (building the
+    # library), with the same result.
+    script = tmp_path / "case.py"
+    script.write_text(_STORE_CASE)
+
+    def run(lib: str) -> dict:
+        env = {**os.environ, "JAXSCHED_NATIVE_DIR": str(tmp_path / lib)}
+        cmd = [sys.executable, str(script), str(tmp_path / "store")]
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    first, again, other = run("lib"), run("lib"), run("empty")
+    assert (first["compilations"], again["compilations"], again["loads"]) == (1, 0, 1)
+    assert other["compilations"] == 1 and other["loads"] == 0
+    assert any("No FFI handler registered" in w for w in other["warnings"])
+    assert first["order"] == again["order"] == other["order"]
