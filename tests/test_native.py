@@ -308,3 +308,16 @@ def test_a_stored_executable_without_its_target_is_rebuilt(tmp_path):
     assert other["compilations"] == 1 and other["loads"] == 0
     assert any("No FFI handler registered" in w for w in other["warnings"])
     assert first["order"] == again["order"] == other["order"]
+
+
+def test_shapes_the_kernel_does_not_take():
+    region = generate_region(1, 12)
+    prep = _batch([region], seed=1)[0]
+    assert native.unsupported(prep) is None
+    wide = prep._replace(uses=jnp.zeros((2, 13, 65), jnp.int32))
+    assert "65 registers per instruction" in native.unsupported(wide)
+    with pytest.raises(InputError, match="region shape"):
+        dispatch.construct(
+            jax.tree.map(lambda x: x[0], wide), None, None, None, None,
+            config=ColonyConfig(construction="native"), uniform_exploration=True,
+        )  # fmt: skip

@@ -56,7 +56,7 @@ TARGET = "jaxsched_construct"
 SOURCE = Path(__file__).resolve().with_name("construct.cc")
 #: Compiler flags (besides the include folder and the output).
 FLAGS = ("-O2", "-march=native", "-ffp-contract=off", "-std=c++17", "-shared", "-fPIC")
-#: Largest padded use / def count per instruction the kernel takes.
+#: Largest padded use / def count per instruction (and register file count) the kernel takes.
 MAX_REGS_PER_INSTRUCTION = 64
 
 #: What this process knows: "reason" (None: the target is registered; a string: why not),
@@ -176,6 +176,9 @@ def unsupported(prep: Prepared | None) -> str | None:
     most = max(prep.uses.shape[-1], prep.defs.shape[-1])
     if most > MAX_REGS_PER_INSTRUCTION:
         return f"{most} registers per instruction (at most {MAX_REGS_PER_INSTRUCTION})"
+    files = prep.live_through.shape[-1]
+    if files > MAX_REGS_PER_INSTRUCTION:
+        return f"{files} register files (at most {MAX_REGS_PER_INSTRUCTION})"
     return None
 
 
