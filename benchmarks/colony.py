@@ -11,6 +11,8 @@ rules, the batched corpus mode, and the colony's schedule quality.
     per-ant seeds). The ratio jaxsched / sequential is printed per cell. Every cell also checks
     that the two implementations agree (share of ants with identical orders) and verifies a few
     orders of both with `jaxsched.verify` (peaks, lengths and deaths must match the recomputation).
+    The native construction (`jaxsched.colony.native`, a C++ custom call) runs the same cells
+    (its compile time apart, timed interleaved with C) and must equal the `lax` results exactly.
 (b) Corpus: `jaxsched.schedule` on generated regions of mixed sizes, batched vs one region per
     call (regions/s, compilations).
 (c) Quality over the corpus: length reduction vs the heuristic start, share meeting the bounds;
@@ -47,7 +49,7 @@ sys.path.insert(0, str(HERE))
 
 from colony_baseline import CBaseline, build  # noqa: E402
 
-from jaxsched.colony import construct  # noqa: E402
+from jaxsched.colony import construct, native  # noqa: E402
 from jaxsched.colony.params import ColonyParams, default_params  # noqa: E402
 from jaxsched.compilation import COMPILED  # noqa: E402
 from jaxsched.heuristics import issue_cycles  # noqa: E402
@@ -178,15 +180,48 @@ def _construct(prep, inp, params, key, steps, uniform, *, wavefronts: int):
     )
 
 
+def _construct_native(prep, inp, params, key, steps, uniform, *, wavefronts: int):
+    """`_construct` by the native kernel."""
+    return native.construct_ants_native(
+        prep,
+        inp,
+        params,
+        key,
+        steps,
+        wavefronts=wavefronts,
+        wavefront_size=WAVEFRONT,
+        uniform_exploration=uniform,
+    )
+
+
 def _run_jax(compiled, args):
     return jax.block_until_ready(compiled(*args))
 
 
-def compile_construct(inst: Instance, params: ColonyParams, machine: Machine, ants: int):
-    """AOT-compile the construction for an instance and ant count -> (executable, args per
-    pass, compile seconds)."""
+def _interleaved(repeats: int, *calls) -> tuple[list[float], list[float], list[object]]:
+    """Median wall seconds and median process CPU seconds (all threads: the work done, what
+    other jobs on the machine do not inflate) of each of ``calls`` (no-argument functions),
+    run in turns so that load from other jobs hits them alike; and each one's last output."""
+    wall: list[list[float]] = [[] for _ in calls]
+    cpu: list[list[float]] = [[] for _ in calls]
+    outs: list[object] = [None] * len(calls)
+    for _ in range(repeats):
+        for k, call in enumerate(calls):
+            t0, c0 = time.perf_counter(), time.process_time()
+            outs[k] = call()
+            cpu[k].append(time.process_time() - c0)
+            wall[k].append(time.perf_counter() - t0)
+    med = statistics.median
+    return [med(t) for t in wall], [med(t) for t in cpu], outs
+
+
+def compile_construct(
+    inst: Instance, params: ColonyParams, machine: Machine, ants: int, how=_construct
+):
+    """AOT-compile the construction (``how``: `_construct` or `_construct_native`) for an
+    instance and ant count -> (executable, args per pass, compile seconds)."""
     waves = max(1, ants // WAVEFRONT)
-    fn = jax.jit(partial(_construct, wavefronts=waves))
+    fn = jax.jit(partial(how, wavefronts=waves))
     key = jax.random.key(0)
     steps = jnp.int32(len(inst.region))
 
@@ -214,13 +249,13 @@ def throughput_cells(
     waves = max(1, ants // WAVEFRONT)
     A = waves * WAVEFRONT
     compiled, make_args, compile_s = compile_construct(inst, params, machine, ants)
+    nat_exe, _, nat_compile_s = compile_construct(inst, params, machine, ants, _construct_native)
     mem = compiled.memory_analysis()
     rows = []
     for timed in passes:
         args = make_args(timed)
-        jax.block_until_ready(compiled(*args))  # first run: allocations, not timed
-        jax_s, jres = _median_time(_run_jax, repeats, compiled, args)
-        jres = tuple(np.asarray(x) for x in jres)
+        jax.block_until_ready(compiled(*args))  # first runs: allocations, not timed
+        jax.block_until_ready(nat_exe(*args))
 
         seeds = construct.make_seeds(
             args[3],
@@ -233,8 +268,17 @@ def throughput_cells(
         call = partial(
             cbase.construct, inst.prep, args[1], params, seeds, issue_width=machine.issue_width
         )
-        c_s, cres = _median_time(call, repeats, stop_dead=False)
+        (c_s, nat_s, jax_s), (c_cpu, nat_cpu, jax_cpu), (cres, nres, jres) = _interleaved(
+            repeats,
+            partial(call, stop_dead=False),
+            partial(_run_jax, nat_exe, args),
+            partial(_run_jax, compiled, args),
+        )
+        jres = tuple(np.asarray(x) for x in jres)
         c_stop_s, _ = _median_time(call, repeats, stop_dead=True)
+        for name, a, b in zip(construct.AntResults._fields, jres, nres, strict=True):
+            if not (np.asarray(a) == np.asarray(b)).all():
+                raise BenchmarkError(f"native {name} differs from lax (n={n}, {A} ants)")
 
         same = (cres[0] == jres[0]).all(axis=1)
         if not all((cres[k][same] == jres[k][same]).all() for k in range(1, 5)):
@@ -250,15 +294,25 @@ def throughput_cells(
                 "ants": A,
                 "pass": "ilp" if timed else "rp",
                 "compile_s": compile_s,  # one compilation serves both passes
+                "native_compile_s": nat_compile_s,
                 "jax_s": jax_s,
+                "native_s": nat_s,
                 "c_s": c_s,
                 "c_stop_dead_s": c_stop_s,
+                "jax_cpu_s": jax_cpu,
+                "native_cpu_s": nat_cpu,
+                "c_cpu_s": c_cpu,
+                "ratio_jax_over_c_cpu": c_cpu / jax_cpu,
+                "ratio_native_over_c_cpu": c_cpu / nat_cpu,
                 "jax_ant_steps_per_s": A * n / jax_s,
                 "c_ant_steps_per_s": A * n / c_s,
                 "jax_schedules_per_s": A / jax_s,
                 "c_schedules_per_s": A / c_s,
                 "c_stop_dead_schedules_per_s": A / c_stop_s,
                 "ratio_jax_over_c": c_s / jax_s,
+                "native_ant_steps_per_s": A * n / nat_s,
+                "ratio_native_over_c": c_s / nat_s,
+                "native_equals_lax": True,  # checked above, every AntResults field
                 "dead_share": float(jres[4].mean()),
                 "orders_identical": float(same.mean()),
                 "verified_ants": 2 * len(picks),
@@ -348,7 +402,7 @@ def corpus(
     count: int, single_count: int, max_size: int, ants: int, seed: int, machine: Machine
 ) -> tuple[dict, list]:
     """Batched `schedule` vs one region per call; every result verified."""
-    from jaxsched.colony import schedule
+    from jaxsched.colony import dispatch, schedule
 
     regions = generate_regions(seed, count, 2, max_size)
     kw = dict(ants=ants, wavefront_size=min(WAVEFRONT, ants))
@@ -379,6 +433,7 @@ def corpus(
         "regions": count,
         "sizes": {"min": min(sizes), "median": statistics.median(sizes), "max": max(sizes)},
         "ants": ants,
+        "construction": dispatch.resolve("auto"),
         "batched": {
             "seconds": b_s,
             "compile_s": b_comp_s,
@@ -435,33 +490,57 @@ def _fmt_rate(x: float) -> str:
     return f"{x / 1e6:.2f} M" if x >= 1e5 else f"{x / 1e3:.1f} k"
 
 
+def _geomean(xs: list[float]) -> float:
+    return math.exp(statistics.mean(math.log(x) for x in xs))
+
+
 def write_report(path: Path, data: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.with_suffix(".json").write_text(json.dumps(data, indent=1))
     m = data["meta"]
     lines = [
-        "# Colony construction: jaxsched vs a sequential C baseline",
+        "# Colony construction: jaxsched (lax, native) vs a sequential C baseline",
         "",
         f"Machine model {m['machine']}; JAX {m['jax']} on {m['backend']} ({m['cpu']}, "
         f"{m['cores']} cores, shared with other jobs: medians of {m['repeats']} runs); C: "
         f"`{m['cflags']}` (built in {m['c_build_s']:.2f} s), one core, one ant after another. "
         "Both solve the identical instance (same `Prepared` arrays, pheromone table, per-ant "
-        "seeds); an ant-step = one instruction scheduled by one ant. Ratio = jaxsched / C "
-        "ant-steps per second (> 1: jaxsched faster). `C stop` = C with dead ants stopping at "
-        "once (schedules/s). Identical = share of ants whose orders are equal in both; "
-        "3 ants of each are verified per row with `jaxsched.verify`.",
+        "seeds); an ant-step = one instruction scheduled by one ant. `lax` = "
+        "`construct.construct_ants` (XLA ops), `native` = the C++ custom call "
+        f"(`jaxsched.colony.native`, {m.get('native_flags', '')}), whose results are checked "
+        "equal to lax's in every field (orders, peaks, lengths, stalls, deaths) in every row; "
+        "lax, native and C are timed in turns. Ratio = jaxsched / C ant-steps per second (> 1: "
+        "jaxsched faster), by wall time and by process CPU time (`cpu`: all threads; the work "
+        "per core, which the other jobs on this shared machine do not inflate); compile s = "
+        "lower + compile of the construction (the native library is built once per source "
+        f"and host: {m.get('native_build_s', 0.0):.1f} s in this run, ~0 when cached). "
+        "`C stop` = C with dead ants stopping at once (schedules/s). Identical = share of "
+        "ants whose orders are equal in lax and C; 3 ants "
+        "of each are verified per row with `jaxsched.verify`.",
         "",
-        "| n | N | K | ants | pass | compile s | jax s | C s | jax ant-steps/s | "
-        "C ant-steps/s | ratio | jax sched/s | C stop sched/s | dead | identical | temp MiB |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| n | N | K | ants | pass | lax compile s | native compile s | lax s | native s | C s | "
+        "lax ant-steps/s | native ant-steps/s | C ant-steps/s | lax/C | native/C | "
+        "lax/C cpu | native/C cpu | C stop sched/s | dead | identical | temp MiB |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in data["throughput"]:
+        nat = "native_s" in r
         lines.append(
             f"| {r['n']} | {r['bucket']} | {r['ready_slots']} | {r['ants']} | {r['pass']} | "
-            f"{r['compile_s']:.1f} | {r['jax_s']:.3f} | {r['c_s']:.3f} | "
-            f"{_fmt_rate(r['jax_ant_steps_per_s'])} | {_fmt_rate(r['c_ant_steps_per_s'])} | "
-            f"{r['ratio_jax_over_c']:.2f}x | {r['jax_schedules_per_s']:.0f} | "
-            f"{r['c_stop_dead_schedules_per_s']:.0f} | {r['dead_share']:.0%} | "
+            f"{r['compile_s']:.1f} | "
+            + (f"{r['native_compile_s']:.2f} | " if nat else "- | ")
+            + f"{r['jax_s']:.3f} | "
+            + (f"{r['native_s']:.4f} | " if nat else "- | ")
+            + f"{r['c_s']:.4f} | {_fmt_rate(r['jax_ant_steps_per_s'])} | "
+            + (f"{_fmt_rate(r['native_ant_steps_per_s'])} | " if nat else "- | ")
+            + f"{_fmt_rate(r['c_ant_steps_per_s'])} | {r['ratio_jax_over_c']:.2f}x | "
+            + (f"{r['ratio_native_over_c']:.2f}x | " if nat else "- | ")
+            + (
+                f"{r['ratio_jax_over_c_cpu']:.2f}x | {r['ratio_native_over_c_cpu']:.2f}x | "
+                if "native_cpu_s" in r
+                else "- | - | "
+            )
+            + f"{r['c_stop_dead_schedules_per_s']:.0f} | {r['dead_share']:.0%} | "
             f"{r['orders_identical']:.1%} | {r['compiled_bytes']['temp'] / 2**20:.1f} |"
         )
     lines.append("")
@@ -472,17 +551,24 @@ def write_report(path: Path, data: dict) -> None:
             + "."
         )
     lines.append(f"Process peak RSS: {data['throughput'][-1]['max_rss_mib']:.0f} MiB.")
-    ratios = collections.defaultdict(list)
-    for r in data["throughput"]:
-        ratios[r["ants"]].append(r["ratio_jax_over_c"])
-    lines.append(
-        "Geometric-mean ratio by ants: "
-        + ", ".join(
-            f"{a}: {math.exp(statistics.mean(math.log(x) for x in v)):.2f}x"
-            for a, v in sorted(ratios.items())
+    for who, field in (
+        ("lax", "ratio_jax_over_c"),
+        ("native", "ratio_native_over_c"),
+        ("lax (cpu time)", "ratio_jax_over_c_cpu"),
+        ("native (cpu time)", "ratio_native_over_c_cpu"),
+    ):
+        ratios = collections.defaultdict(list)
+        for r in data["throughput"]:
+            if field in r:
+                ratios[r["ants"]].append(r[field])
+        if not ratios:
+            continue
+        every = [x for v in ratios.values() for x in v]
+        lines.append(
+            f"Geometric-mean ratio {who}/C by ants: "
+            + ", ".join(f"{a}: {_geomean(v):.2f}x" for a, v in sorted(ratios.items()))
+            + f"; all cells {_geomean(every):.2f}x."
         )
-        + "."
-    )
     prof = data.get("profile") or []
     if prof:
         lines += ["", "## Where the time goes", ""]
@@ -500,7 +586,8 @@ def write_report(path: Path, data: dict) -> None:
                 + "."
             )
             lines.append("")
-        lines += data.get("notes", [])
+    if data.get("notes"):
+        lines += ["", "## Notes", "", *data["notes"]] if not prof else data["notes"]
     c = data.get("corpus")
     if c:
         b, s = c["batched"], c["one_at_a_time"]
@@ -509,8 +596,9 @@ def write_report(path: Path, data: dict) -> None:
             "## Corpus: batched `schedule` vs one region per call",
             "",
             f"{c['regions']} generated regions, sizes {c['sizes']['min']}..{c['sizes']['max']} "
-            f"(median {c['sizes']['median']}), {c['ants']} ants, both passes; one-at-a-time "
-            f"over the first {s['regions']} of them.",
+            f"(median {c['sizes']['median']}), {c['ants']} ants, both passes, construction "
+            f"`auto` ({c.get('construction', 'native on the CPU')}); one-at-a-time over the "
+            f"first {s['regions']} of them.",
             "",
             "| mode | regions | seconds | compile s | compilations | regions/s | "
             "regions/s without compile |",
@@ -551,6 +639,18 @@ def write_report(path: Path, data: dict) -> None:
 #: Findings from reading the compiled HLO (``compiled.as_text()``, n=128, 256 ants); static text,
 #: re-checked by hand when construct.py changes.
 NOTES = [
+    "Native construction (`construction='native'`, the CPU default under 'auto' when a C++ "
+    "compiler builds it): one XLA FFI custom call per construction runs the ants one after "
+    "another like the C baseline, with the lax path's seeds and float32 operations in lax's "
+    "order (fused multiply-adds where XLA:CPU fuses them), so every row's results equal lax's "
+    "in every field. Per step it makes one pass over the ready slots for the candidates' "
+    "register effect, one for the scores (eligibility folded in) and, when the ant explores, "
+    "two for the integer roulette; the register update runs in sequence. Against the C "
+    "baseline it saves a pass (the C decision makes three before scoring) and pays the "
+    "wrapper's fixed cost per call (seed draws, ~0.2 ms), which shows at n=32 with 256 ants. "
+    "Wall times on this shared 2-core machine swing with the other jobs' load; the `cpu` "
+    "columns (process CPU time, all threads) measure the work per core.",
+    "",
     "Where the time goes: the step is ~100 small HLO ops (gathers, scatters, elementwise "
     "fusions over the ready slots) run n times per construction; XLA:CPU runs each as a "
     "separate kernel, so per-op dispatch and scalar gather/scatter loops (~2 ns per element) "
@@ -619,8 +719,14 @@ def main(argv: list[str] | None = None) -> int:
 
     t_start = time.perf_counter()
     cbase, c_build_s = build()
+    t0 = time.perf_counter()
+    why = native.unavailable()
+    if why:
+        raise BenchmarkError(why)
+    native_build_s = time.perf_counter() - t0
     prof_at = (sizes[min(2, len(sizes) - 1)], 1024 if 1024 in ant_counts else ant_counts[-1])
     prof_exe = None
+    prof_cell = prof_at
     rows, skipped = [], []
     for n in sizes:
         inst = make_instance(n, a.seed * 7919 + n, machine, params)
@@ -632,15 +738,20 @@ def main(argv: list[str] | None = None) -> int:
             cells, compiled, make_args = throughput_cells(
                 inst, machine, params, cbase, ants=ants, passes=passes, repeats=a.repeats
             )
-            if (n, ants) == prof_at:
-                prof_exe = (compiled, make_args)
+            exact = prof_exe is not None and prof_cell == prof_at
+            if (n, ants) == prof_at or (not exact and n * ants <= prof_at[0] * prof_at[1]):
+                prof_exe = (compiled, make_args)  # the chosen cell, else the last one below
+                prof_cell = (n, ants)
             for row in cells:
                 rows.append(row)
                 print(
                     f"n={n:5d} ants={row['ants']:5d} {row['pass']:3s} compile "
                     f"{row['compile_s']:5.1f}s  jax {_fmt_rate(row['jax_ant_steps_per_s'])}"
-                    f" C {_fmt_rate(row['c_ant_steps_per_s'])} ant-steps/s  ratio "
-                    f"{row['ratio_jax_over_c']:.2f}x  identical {row['orders_identical']:.1%}",
+                    f" native {_fmt_rate(row['native_ant_steps_per_s'])}"
+                    f" C {_fmt_rate(row['c_ant_steps_per_s'])} ant-steps/s  lax/C "
+                    f"{row['ratio_jax_over_c']:.2f}x  native/C {row['ratio_native_over_c']:.2f}x"
+                    f" (cpu {row['ratio_native_over_c_cpu']:.2f}x)"
+                    f"  identical {row['orders_identical']:.1%}",
                     flush=True,
                 )
 
@@ -651,8 +762,8 @@ def main(argv: list[str] | None = None) -> int:
             p = profile_construction(
                 compiled,
                 make_args(timed),
-                n=prof_at[0],
-                ants=max(1, prof_at[1] // WAVEFRONT) * WAVEFRONT,
+                n=prof_cell[0],
+                ants=max(1, prof_cell[1] // WAVEFRONT) * WAVEFRONT,
                 timed=timed,
             )
             profile.append(p)
@@ -674,6 +785,9 @@ def main(argv: list[str] | None = None) -> int:
             "repeats": a.repeats,
             "cflags": "cc " + " ".join(("-O2", "-march=native", "-shared", "-fPIC")),
             "c_build_s": c_build_s,
+            "native_flags": " ".join(native.FLAGS),
+            "native_build_s": native_build_s,
+            "native_fma": native.xla_contracts(),
             "quick": a.quick,
             "seed": a.seed,
         },

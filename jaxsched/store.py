@@ -116,10 +116,11 @@ class Loaded(NamedTuple):
 
 @functools.cache
 def package_source_digest() -> str:
-    """sha256 over jaxsched's .py files (paths and contents); computed once per process."""
+    """sha256 over jaxsched's .py and .cc files (paths and contents: the native kernels' C++
+    source is code that stored executables call); computed once per process."""
     root = Path(__file__).resolve().parent
     h = hashlib.sha256()
-    for p in sorted(root.rglob("*.py")):
+    for p in sorted([*root.rglob("*.py"), *root.rglob("*.cc")]):
         h.update(str(p.relative_to(root)).encode() + b"\0" + p.read_bytes() + b"\0")
     return h.hexdigest()
 

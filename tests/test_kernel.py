@@ -232,7 +232,11 @@ def test_parameters_do_not_retrace_the_kernel():
 
 
 def test_dispatch_and_config():
-    assert dispatch.resolve("auto") == ("lax" if dispatch.gpu_platform() != "cuda" else "pallas")
+    from jaxsched.colony import native
+
+    cpu_native = jax.default_backend() == "cpu" and native.unavailable() is None
+    expected = "pallas" if dispatch.gpu_platform() == "cuda" else "lax"
+    assert dispatch.resolve("auto") == ("native" if cpu_native else expected)
     for name in ("lax", "pallas", "interpret"):
         assert dispatch.resolve(name) == name
     with pytest.raises(InputError, match="construction"):

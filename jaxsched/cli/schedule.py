@@ -155,8 +155,9 @@ def add_colony_options(p: argparse.ArgumentParser) -> None:
         "--construction",
         choices=CONSTRUCTIONS,
         default=None,
-        help="how ants construct: auto (default: the fused kernel on a CUDA GPU, else lax), "
-        "lax, pallas (fused Triton kernel, GPU), interpret (the kernel interpreted: slow); "
+        help="how ants construct: auto (default: the fused kernel on a CUDA GPU, native on "
+        "the CPU when a C++ compiler builds it, else lax), lax, pallas (fused Triton kernel, "
+        "GPU), interpret (the kernel interpreted: slow), native (C++ custom call, CPU); "
         "results are identical (not part of the settings recorded with --out)",
     )
 

@@ -1,6 +1,11 @@
 """The one place that chooses how ants construct: the `lax` reference
-(`construct.construct_ants`) or the fused Pallas kernel (`kernel.construct_ants_fused`), by
-`ColonyConfig.construction`. Both give identical results for identical inputs."""
+(`construct.construct_ants`), the fused Pallas kernel (`kernel.construct_ants_fused`) or the
+native C++ custom call on the CPU (`native.construct_ants_native`), by
+`ColonyConfig.construction`. All give identical results for identical inputs.
+
+Importing this module registers the native kernel's FFI target when its library is already
+built (`native.register_if_built`), so stored executables that call it load
+(`jaxsched.store`)."""
 
 from __future__ import annotations
 
@@ -8,14 +13,24 @@ import jax
 import jax.numpy as jnp
 
 from jaxsched import fused
+from jaxsched.colony import native
 from jaxsched.colony.construct import AntResults, Prepared, StepInputs, construct_ants
 from jaxsched.colony.params import ColonyConfig, ColonyParams
+from jaxsched.errors import InputError
 from jaxsched.fused import gpu_platform  # noqa: F401 (re-exported)
 
 
 def resolve(construction: str, prep: Prepared | None = None) -> str:
     """The construction that runs: "auto" becomes "pallas" on a CUDA GPU when the kernel
-    supports ``prep``'s shapes (`kernel.unsupported`), else "lax"; others stay."""
+    supports ``prep``'s shapes (`kernel.unsupported`), "native" on the CPU when the native
+    kernel builds (else "lax", with one `native.NativeWarning`) and supports the shapes, else
+    "lax"; others stay."""
+    if construction == "auto" and jax.default_backend() == "cpu":
+        reason = native.unavailable()
+        if reason is not None:
+            native.warn_fallback(reason)
+            return "lax"
+        return "lax" if native.unsupported(prep) else "native"
 
     def why_not() -> str | None:
         from jaxsched.colony.kernel import unsupported
@@ -27,8 +42,18 @@ def resolve(construction: str, prep: Prepared | None = None) -> str:
 
 def check(config: ColonyConfig) -> None:
     """Raise `InputError` when ``config.construction`` cannot run on the default backend
-    ("pallas" needs a GPU; "interpret" runs anywhere)."""
-    fused.check(config.construction, "construction")
+    ("pallas" needs a GPU; "native" the CPU and a C++ compiler; "interpret" runs anywhere)."""
+    if config.construction != "native":
+        fused.check(config.construction, "construction")
+        return
+    if jax.default_backend() != "cpu":
+        raise InputError(
+            f"construction 'native' runs on the CPU only (the JAX backend is "
+            f"{jax.default_backend()}); use 'auto' or 'lax'"
+        )
+    reason = native.unavailable()
+    if reason is not None:
+        raise InputError(f"construction 'native': {reason}; use 'auto' or 'lax'")
 
 
 def construct(
@@ -46,20 +71,34 @@ def construct(
 ) -> AntResults:
     """All ants of one region build a schedule each, by ``config.construction`` (see
     `construct.construct_ants` for the arguments). ``active`` False: the caller discards the
-    result (the kernel then runs no step for the region; the `lax` loop cannot skip).
+    result (the kernels then run no step for the region; the `lax` loop cannot skip).
     ``ant_axis`` not None (the region's ants split over a mesh axis, `antshard`): always the
-    `lax` path, which builds this device's ants only; the kernel does not split ants."""
+    `lax` path, which builds this device's ants only; the kernels do not split ants."""
     kw = dict(
         wavefronts=config.wavefronts,
         wavefront_size=config.wavefront_size,
         uniform_exploration=uniform_exploration,
-        batch_axis=batch_axis,
     )
     how = "lax" if ant_axis is not None else resolve(config.construction, prep)
     if how == "lax":
-        return construct_ants(prep, inp, params, key, num_steps, ant_axis=ant_axis, **kw)
+        return construct_ants(
+            prep, inp, params, key, num_steps, ant_axis=ant_axis, batch_axis=batch_axis, **kw
+        )
+    if how == "native":
+        reason = native.unsupported(prep)
+        if reason:
+            raise InputError(f"construction 'native' cannot run this region shape ({reason})")
+        return native.construct_ants_native(prep, inp, params, key, num_steps, active=active, **kw)
     from jaxsched.colony.kernel import construct_ants_fused
 
     return construct_ants_fused(
-        prep, inp, params, key, num_steps, interpret=how == "interpret", active=active, **kw
+        prep,
+        inp,
+        params,
+        key,
+        num_steps,
+        interpret=how == "interpret",
+        active=active,
+        batch_axis=batch_axis,
+        **kw,
     )

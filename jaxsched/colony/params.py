@@ -17,8 +17,8 @@ import numpy as np
 from jaxsched.errors import InputError
 from jaxsched.fused import MODES
 
-#: `ColonyConfig.construction` values.
-CONSTRUCTIONS = MODES
+#: `ColonyConfig.construction` values: the fused kernels' modes and "native" (CPU).
+CONSTRUCTIONS = (*MODES, "native")
 #: Pheromone table dtypes (values live in [tau_min, tau_max], 1..8 by default).
 PHEROMONE_DTYPES = ("float32", "float16")
 
@@ -35,8 +35,10 @@ class ColonyConfig:
       uniform_exploration_ilp: same for pass 2 (default: each ant tosses its own).
       construction: how the ants construct (`CONSTRUCTIONS`): "lax" (the reference: one XLA
         op per operation per step), "pallas" (one fused Triton kernel per construction; CUDA
-        GPUs), "interpret" (that kernel in the Pallas interpreter, any backend: tests), "auto"
-        (pallas on a CUDA GPU when the shapes allow it, else lax). Results are identical.
+        GPUs), "interpret" (that kernel in the Pallas interpreter, any backend: tests),
+        "native" (one C++ custom call per construction, built at first use with the system
+        compiler; CPU, `jaxsched.colony.native`), "auto" (pallas on a CUDA GPU when the shapes
+        allow it; native on the CPU when it builds, else lax). Results are identical.
       pheromone_dtype: ``"float32"``, or ``"float16"`` to halve the pheromone table's memory
         ((N + 1)^2 entries per region; the host picks it when a large region does not fit).
       ant_axis: inside `jax.shard_map`, the mesh axis a region's ants are split over (whole
