@@ -12,7 +12,8 @@ and loaded. Measured:
 * (a) the README's main job (``jaxsched mir schedule`` of the two kernels of
   ``examples/kernels``), and the colony's 40-region example ``examples/kernel.jsonl``;
 * (b) every real kernel file of ``--kernels`` (the 76 of ``../shared/data/kernels.tar.gz``,
-  pre-scheduler MIR from llc 15), one process per file: ``jaxsched mir schedule F -o OUT``;
+  pre-scheduler MIR from llc 15), one process per file: ``jaxsched mir schedule F -o OUT
+  --llc LLC15`` (with the guard after register allocation: three llc runs per file);
 * (c) all of them in one call: ``jaxsched mir schedule F1 F2 ... -o OUTDIR``;
 * the baseline, in the same run: llc 15 on each file, its own scheduler, register allocation
   and code generation (``llc -start-before=machine-scheduler``).
@@ -95,11 +96,12 @@ def cold_warm(args: list[str], tmp: Path) -> dict:
     return {"cold": cold, "warm": warm}
 
 
-def per_file(files: list[Path], tmp: Path) -> list[dict]:
+def per_file(files: list[Path], tmp: Path, llc: str) -> list[dict]:
+    """One process per file, cold then warm; ``llc`` (the files' LLVM) for the guard."""
     rows = []
     for k, f in enumerate(files):
         out = tmp / f"{f.stem}.out.mir"
-        run = cold_warm(["mir", "schedule", str(f), "-o", str(out)], tmp)
+        run = cold_warm(["mir", "schedule", str(f), "-o", str(out), "--llc", llc], tmp)
         rows.append({"file": f.name, **run})
         c, w = run["cold"], run["warm"]
         print(
@@ -235,13 +237,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{key}: {report[key]['cold']['wall_s']:.1f} s cold, "
                   f"{report[key]['warm']['wall_s']:.1f} s warm", flush=True)  # fmt: skip
         report["llc_s"] = llc_seconds(files, args.llc)
-        report["files"] = per_file(files, tmp)
+        report["files"] = per_file(files, tmp, args.llc)
         for row, sec in zip(report["files"], report["llc_s"], strict=True):
             row["llc_s"] = sec
         if not args.no_one_call:
             outdir = tmp / "all"
             report["one_call"] = cold_warm(
-                ["mir", "schedule", *map(str, files), "-o", str(outdir)], tmp
+                ["mir", "schedule", *map(str, files), "-o", str(outdir), "--llc", args.llc], tmp
             )
     report["summary"] = summarize(report)
     md, _ = harness.write_report(args.name, report, markdown(report))
