@@ -283,7 +283,18 @@ def test_cli_import_schedule_compare(tmp_path: Path, capsys):
     assert main(["mir", "import", str(mir), "-o", str(tmp_path / "r.jsonl")]) == 0
     assert len(load_regions(tmp_path / "r.jsonl")) == 1
     assert (
-        main(["mir", "schedule", str(mir), "-o", str(tmp_path / "out.mir"), "--method", "original"])
+        main(
+            [
+                "mir",
+                "schedule",
+                str(mir),
+                "-o",
+                str(tmp_path / "out.mir"),
+                "--method",
+                "original",
+                "--no-guard",
+            ]
+        )
         == 0
     )
     assert (tmp_path / "out.mir").read_text() == mir.read_text()

@@ -31,6 +31,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 import uuid
 import warnings
 from pathlib import Path
@@ -184,12 +185,24 @@ def unsupported(prep: Prepared | None) -> str | None:
 
 @functools.cache
 def xla_contracts() -> bool:
-    """Whether XLA:CPU fuses ``a * b + c`` into one multiply-add (on CPUs with FMA)."""
+    """Whether XLA:CPU fuses ``a * b + c`` into one multiply-add (on CPUs with FMA). Probed
+    in a thread of its own: JAX's trace state and mesh contexts are per thread, so a call
+    while tracing (under `shard_map` over the devices of several processes) still runs one
+    small computation on this process's CPU."""
+    out: list[bool] = []
+    probe = threading.Thread(target=lambda: out.append(_fma_probe()))
+    probe.start()
+    probe.join()
+    if not out:
+        raise RuntimeError("the XLA:CPU multiply-add probe failed")
+    return out[0]
+
+
+def _fma_probe() -> bool:
     a = np.full(8, 1 + 2.0**-12, np.float32)
     c = np.full(8, -1.0, np.float32)
-    cpu = jax.devices("cpu")[0]
-    with jax.ensure_compile_time_eval():  # may be called while tracing
-        out = jax.jit(lambda a, b, c: a * b + c)(*(jax.device_put(x, cpu) for x in (a, a, c)))
+    cpu = jax.local_devices(backend="cpu")[0]  # this process's (several processes: not 0's)
+    out = jax.jit(lambda a, b, c: a * b + c)(*(jax.device_put(x, cpu) for x in (a, a, c)))
     return bool(np.asarray(out)[0] != np.float32(2.0**-11))
 
 
