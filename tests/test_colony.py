@@ -159,7 +159,7 @@ def test_no_recompilation_within_a_bucket():
     config, params, _ = host.split_overrides(SMALL, None, None, None)
     solve = jax.jit(colony.solve, static_argnames="config")
     for k, r in enumerate(regs):
-        prob = colony.problem([r], MACHINE, cache=cache)
+        prob = colony.problem([r], MACHINE)
         sol = jax.device_get(cache(solve, {"config": config}, prob, params, jax.random.key(k)))
         verify(r, MACHINE, sol.cycles[0, : len(r)], order=sol.order[0, : len(r)])
         if k == 0:

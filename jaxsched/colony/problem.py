@@ -19,7 +19,6 @@ import numpy as np
 
 from jaxsched.colony.construct import Prepared
 from jaxsched.colony.derive import LATENCY_PRIORITY, Derived, derive_host
-from jaxsched.compilation import COMPILED, CompileCache
 from jaxsched.errors import InputError
 from jaxsched.machines.model import Machine, MachineArrays
 from jaxsched.problem.fingerprint import fingerprint
@@ -137,7 +136,6 @@ def problem(
     batch: int | None = None,
     starts: Sequence[str] = CHOOSABLE_STARTS,
     exact: Sequence | None = None,
-    cache: CompileCache = COMPILED,
 ) -> ColonyProblem:
     """The batch problem of ``regions`` (on device): `problem_host`'s arrays as JAX arrays.
 
@@ -151,10 +149,7 @@ def problem(
       exact: per region a `jaxsched.exact.TwoPassResult` or None: its schedule becomes the
         ``"exact"`` start, its proven bounds tighten the colony's, and a proven optimum skips
         the colony.
-      cache: unused (the preparation runs on the host and compiles nothing); kept so that
-        callers passing one still work.
     """
-    del cache
     prob = problem_host(regions, machine, shape=shape, batch=batch, starts=starts, exact=exact)
     return jax.tree.map(jnp.asarray, prob)
 
