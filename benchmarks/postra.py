@@ -43,6 +43,7 @@ from jaxsched.io.mir import AsmStats, asm_stats, llvm_orders, read_mir, schedule
 from jaxsched.io.mir_guard import worse_than_llvm
 from jaxsched.machines.amdgpu import TARGETS
 from jaxsched.machines.model import get_machine
+from jaxsched.mir_files import MIR_HEADROOM_ALLOWANCE
 from jaxsched.verify import InvalidSchedule, verify
 
 KERNELS = harness.ROOT.parent / "shared" / "data" / "kernels.tar.gz"
@@ -122,10 +123,15 @@ def one_target(target: str, files: list[Path], args, tmp: Path) -> dict:
             errors[f.name] = str(e)
     regions = [r for _, m in mods.values() for r in m.regions]
     t0 = time.perf_counter()
-    orders, notes = schedule_orders(
-        regions,
-        lambda rs: [r.order for r in schedule(rs, machine, seed=args.seed, **args.overrides)],
-    )
+    model = {"length": 0, "occupancy": 0}
+
+    def solve(rs):
+        results = schedule(rs, machine, seed=args.seed, **args.overrides)
+        model["length"] += sum(r.length for r in results)
+        model["occupancy"] += sum(r.occupancy for r in results)
+        return [r.order for r in results]
+
+    orders, notes = schedule_orders(regions, solve)
     seconds = time.perf_counter() - t0
     kernels, k = [], 0
     for name, (mir, module) in mods.items():
@@ -142,6 +148,7 @@ def one_target(target: str, files: list[Path], args, tmp: Path) -> dict:
         "files": len(files),
         "regions": len(regions),
         "schedule_s": seconds,
+        "model_total": model,  # every modelled region: summed length and occupancy
         "errors": errors,
         "notes": notes,
         "kernels": kernels,
@@ -257,6 +264,16 @@ def markdown(report: dict) -> str:
         )  # fmt: skip
     lines += [harness.table(head, rows), ""]
     lines += [
+        "The model over every modelled region, our orders: "
+        + "; ".join(
+            f"{r['target']} summed length {r['model_total']['length']}, occupancy "
+            f"{r['model_total']['occupancy']}"
+            for r in report["targets"]
+        )
+        + ".",
+        "",
+    ]
+    lines += [
         "With the guard (what `jaxsched mir schedule` writes when llc is at hand: LLVM's "
         "schedule for each function where ours ends with lower occupancy, more spills or more "
         "scratch):",
@@ -318,7 +335,9 @@ def main(argv: list[str] | None = None) -> int:
         help="a `schedule` keyword (float), e.g. rp_headroom=0 (repeatable)",
     )  # fmt: skip
     args = ap.parse_args(argv)
-    args.overrides = {k: float(v) for k, v in (kv.split("=", 1) for kv in args.set)}
+    # The MIR path's parameters (what `jaxsched mir schedule` runs), then --set.
+    args.overrides = {"headroom_allowance": MIR_HEADROOM_ALLOWANCE}
+    args.overrides |= {k: float(v) for k, v in (kv.split("=", 1) for kv in args.set)}
     report = {
         "environment": harness.environment(files=args.files, every=args.every),
         "seed": args.seed,

@@ -88,7 +88,8 @@ def schedule_files(
       paths: pre-scheduler ``.mir`` files, or ``.ll`` files (llc runs first).
       machine: a `jaxsched.machines.Machine` (default gfx906); an AMDGPU preset also gives
         llc's ``-mcpu``/``-mattr`` and the MIR latency table (`machine_target`).
-      seed / time_limit: of `jaxsched.colony.schedule`, the default ``scheduler``.
+      seed / time_limit: of `jaxsched.colony.schedule`, the default ``scheduler``
+        (`colony_scheduler`: no register of the headroom spent for length).
       scheduler: regions -> orders (see `schedule_orders`), e.g. a heuristic.
       name: the scheduler's name in the notes.
       mcpu: the target where the machine is none (default gfx906); it must agree with the
@@ -111,7 +112,7 @@ def schedule_files(
         _read_one(f, mcpu, mattr, llc, force_target)
     good = [f for f in files if f.error is None]
     if scheduler is None:
-        scheduler = _colony(machine, seed, time_limit)
+        scheduler = colony_scheduler(machine, seed, time_limit)
     results = schedule_modules([f.module for f in good], scheduler, name=name)
     guarded = guard if guard is not None else find_llc(llc) is not None
     for f, (orders, notes) in zip(good, results, strict=True):
@@ -157,13 +158,31 @@ def _machine_cpu(machine_name: str, mcpu: str | None) -> tuple[str, str]:
     return target
 
 
-def _colony(machine: Machine, seed: int, time_limit: float | None) -> Scheduler:
-    """`jaxsched.colony.schedule` on ``machine`` as a `Scheduler` (imported when called)."""
+#: The colony's headroom allowance on the MIR path, where LLVM's register allocator follows
+#: the schedule: no register of an occupancy level's headroom is spent for length (the
+#: headroom rule, docs/colony.md; `benchmarks/reports/postra.md`).
+MIR_HEADROOM_ALLOWANCE = 0.0
+
+
+def colony_scheduler(
+    machine: Machine,
+    seed: int,
+    time_limit: float | None = None,
+    headroom_allowance: float = MIR_HEADROOM_ALLOWANCE,
+) -> Scheduler:
+    """`jaxsched.colony.schedule` on ``machine`` as a `Scheduler` (imported when called),
+    with the MIR path's ``headroom_allowance``."""
 
     def colony(regions: list[Region]) -> list[tuple[int, ...]]:
         from jaxsched.colony import schedule
 
-        got = schedule(regions, machine, seed=seed, time_limit=time_limit)
+        got = schedule(
+            regions,
+            machine,
+            seed=seed,
+            time_limit=time_limit,
+            headroom_allowance=headroom_allowance,
+        )
         return [tuple(r.order) for r in got]
 
     return colony

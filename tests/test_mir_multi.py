@@ -124,18 +124,21 @@ def test_output_must_be_a_directory_for_several_inputs(tmp_path, capsys):
     assert afile.read_text() == "x"
 
 
-def test_seed_and_time_limit_reach_the_colony(tmp_path, capsys, monkeypatch):
+def test_seed_time_limit_and_allowance_reach_the_colony(tmp_path, capsys, monkeypatch):
     seen = []
 
-    def fake(regions, machine, *, seed, time_limit):
-        seen.append((len(regions), machine.name, seed, time_limit))
+    def fake(regions, machine, *, seed, time_limit, headroom_allowance):
+        seen.append((len(regions), machine.name, seed, time_limit, headroom_allowance))
         return [SimpleNamespace(order=tuple(range(len(r)))) for r in regions]
 
     monkeypatch.setattr(jaxsched.colony, "schedule", fake)
     argv = ["mir", "schedule", *map(str, GOOD), "-o", str(tmp_path / "o")]
     code, _, err = _run([*argv, "--seed", "7", "--time-limit", "2.5"], capsys)
     assert code == 0, err
-    assert len(seen) == 1 and seen[0][1:] == ("gfx906", 7, 2.5)
+    assert len(seen) == 1 and seen[0][1:] == ("gfx906", 7, 2.5, 0.0)  # the MIR path's 0
+    code, _, err = _run([*argv, "--headroom-allowance", "0.25"], capsys)
+    assert code == 0, err
+    assert len(seen) == 2 and seen[1][1:] == ("gfx906", 0, None, 0.25)
 
 
 def test_machine_names_the_target(tmp_path, capsys):

@@ -42,17 +42,33 @@ def _pick(colony_length: int, colony_vgprs: int, xp, **params):
 
 
 @pytest.mark.parametrize("xp", [np, jnp], ids=["numpy", "jax"])
-def test_a_block_may_not_raise_its_peak_for_a_few_cycles(xp):
-    # 44 -> 48 VGPRs, 4 of them in the headroom (above 42 = 48 * 7/8), 8.3% of the limit,
-    # for 3 of 102 cycles (2.9%): the frugal schedule stays
+def test_a_block_may_not_raise_its_peak_into_the_headroom(xp):
+    # 44 -> 48 VGPRs, 4 of them in the headroom (above 42 = 48 * 7/8), 8.3% of the limit: at
+    # the default allowance (1) that needs 8.3% of the length; 3 of 102 cycles (2.9%) do not
+    # pay and the shortest candidate outside the headroom stays, 10 cycles (9.8%) do
     assert _pick(99, 48, xp) == rules.COLONY_RP
-    # the same registers for 10 cycles (9.8%) are worth it
     assert _pick(92, 48, xp) == rules.COLONY
+    # the MIR path's allowance (0): no gain buys them
+    assert _pick(92, 48, xp, headroom_allowance=0.0) == rules.COLONY_RP
+    assert _pick(50, 48, xp, headroom_allowance=0.0) == rules.COLONY_RP
     # no extra register, or none in the headroom: any gain is taken
     assert _pick(101, 44, xp) == rules.COLONY
     assert _pick(101, 42, xp) == rules.COLONY
     # the rule off (rp_headroom 0, or filters=False's values): the colony's best
     assert _pick(99, 48, xp, rp_headroom=0.0) == rules.COLONY
+
+
+@pytest.mark.parametrize("xp", [np, jnp], ids=["numpy", "jax"])
+def test_the_fallback_is_the_shortest_candidate_outside_the_headroom(xp):
+    """Not the frugal candidate itself (40 VGPRs, 200 cycles) but the shortest one that stays
+    at or below the headroom's floor (42 = 48 * 7/8): 42 VGPRs, 110 cycles (allowance 0)."""
+    params = default_params(headroom_allowance=0.0)
+    peak = xp.asarray([[40], [42], [43], [48]], xp.int32)
+    length = xp.asarray([200, 110, 105, 100], xp.int32)
+    kw = dict(peak=peak, length=length, ok=xp.asarray([True] * 4), limit=xp.asarray([48]))
+    assert int(rules.frugal(3, params=params, xp=xp, **kw)) == 1
+    assert int(rules.frugal(2, params=params, xp=xp, **kw)) == 1
+    assert int(rules.frugal(1, params=params, xp=xp, **kw)) == 1
 
 
 def test_the_rule_only_compares_within_the_rp_target():

@@ -92,6 +92,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     cmp_.set_defaults(func=run_compare)
 
 
+def _allowance(text: str) -> float:
+    """argparse type of ``--headroom-allowance``: a finite number >= 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 <= value < 1e9:
+        raise argparse.ArgumentTypeError(f"{text} is not a number >= 0")
+    return value
+
+
 def _common(p: argparse.ArgumentParser, schedule: bool) -> None:
     p.add_argument(
         "--mcpu",
@@ -116,6 +127,16 @@ def _common(p: argparse.ArgumentParser, schedule: bool) -> None:
             choices=METHODS,
             help="auto or schedule: the ant colony (jaxsched.colony.schedule); heuristic: the "
             "list-scheduling heuristic; original: keep the input order",
+        )
+        p.add_argument(
+            "--headroom-allowance",
+            type=_allowance,
+            default=None,
+            metavar="A",
+            help="the colony's headroom rule: the fraction of an occupancy level's register "
+            "limit a region may take in the level's top eighth per fraction of length it gains "
+            "(default 0: none, as LLVM's register allocator needs more than the model's peak; "
+            "docs/colony.md)",
         )
 
 
@@ -156,18 +177,23 @@ def _load(args: argparse.Namespace):
     return read_input(args.input, mcpu=mcpu, mattr=mattr, llc=_llc(args))
 
 
-def scheduler_for(method: str, machine, seed: int, time_limit: float | None = None):
+def scheduler_for(
+    method: str,
+    machine,
+    seed: int,
+    time_limit: float | None = None,
+    headroom_allowance: float | None = None,
+):
     """(scheduler for `jaxsched.io.mir.schedule_orders` or None, its name) for ``--method``.
 
     The front end depends on no solver; this is where the CLI wires one in.
     """
     if method in ("auto", "schedule"):
-        from jaxsched.colony import schedule
+        from jaxsched.mir_files import MIR_HEADROOM_ALLOWANCE, colony_scheduler
 
-        def colony(regions):
-            got = schedule(regions, machine, seed=seed, time_limit=time_limit)
-            return [tuple(res.order) for res in got]
-
+        if headroom_allowance is None:
+            headroom_allowance = MIR_HEADROOM_ALLOWANCE
+        colony = colony_scheduler(machine, seed, time_limit, headroom_allowance)
         return colony, "jaxsched.colony.schedule"
     if method == "heuristic":
         from jaxsched.heuristics import heuristic_schedule
@@ -216,7 +242,9 @@ def run_schedule(args: argparse.Namespace) -> int:
     machine = machine_named(args.machine)
     mcpu, _ = _target(args)
     outputs = output_paths(args.inputs, args.output)
-    scheduler, name = scheduler_for(args.method, machine, args.seed, time_limit=args.time_limit)
+    scheduler, name = scheduler_for(
+        args.method, machine, args.seed, args.time_limit, args.headroom_allowance
+    )
     if scheduler is None:
         scheduler = _input_orders
     files = schedule_files(
@@ -316,7 +344,9 @@ def output_paths(inputs: list[str], output: str) -> list[Path]:
 def run_compare(args: argparse.Namespace) -> int:
     from jaxsched.io.mir import compare
 
-    scheduler, name = scheduler_for(args.method, machine_named(args.machine), args.seed)
+    scheduler, name = scheduler_for(
+        args.method, machine_named(args.machine), args.seed, None, args.headroom_allowance
+    )
     mcpu, mattr = _target(args)
     rows, module, notes = compare(
         args.input, scheduler, name=name, mcpu=mcpu, mattr=mattr, llc=_llc(args)

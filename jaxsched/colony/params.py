@@ -128,10 +128,12 @@ class ColonyParams(NamedTuple):
     max_len_loss: jnp.ndarray  # f32[]: at most occ_gain occupancy (3) but lost more than
     #                            max_len_loss cycles (63); occ_gain 0 turns the filter off
     rp_headroom: jnp.ndarray  # f32[]: headroom rule: the top fraction of each file's RP limit
-    #                           that a result may enter above the frugal candidate's peak (the
-    #                           lowest at the same RP target) only for a length gain of at
-    #                           least the registers it takes there over the limit (0.125; 0
-    #                           turns the rule off)
+    #                           that a result enters above the frugal candidate's peak (the
+    #                           lowest at the same RP target) only as headroom_allowance
+    #                           allows (0.125; 0 turns the rule off)
+    headroom_allowance: jnp.ndarray  # f32[]: the fraction of a limit a result may take in
+    #                                  the headroom per fraction of length it gains there (1:
+    #                                  10% shorter buys 10% of the limit; the MIR path: 0)
     weight_latency: jnp.ndarray  # f32[] | f32[2]: the instruction's largest latency to a
     #                              successor
     weight_position: jnp.ndarray  # f32[] | f32[2]: earliness in the input order
@@ -168,6 +170,7 @@ DEFAULTS = dict(
     occ_gain=3.0,
     max_len_loss=63.0,
     rp_headroom=0.125,
+    headroom_allowance=1.0,
     weight_latency=0.0,
     weight_position=0.0,
     weight_kill=0.0,

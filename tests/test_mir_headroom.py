@@ -1,0 +1,42 @@
+"""The MIR path's headroom allowance: no register of an occupancy level's headroom is spent
+for length where LLVM's register allocator follows (docs/frontends.md)."""
+
+from __future__ import annotations
+
+import pytest
+
+import jaxsched.colony
+from jaxsched.cli.main import main
+from jaxsched.machines.model import gfx906
+from jaxsched.mir_files import MIR_HEADROOM_ALLOWANCE, colony_scheduler
+
+
+@pytest.fixture
+def calls(monkeypatch):
+    """The keywords of every `jaxsched.colony.schedule` call (which schedules nothing)."""
+    seen: list[dict] = []
+
+    def fake(regions, machine, **kw):
+        seen.append(kw)
+        return []
+
+    monkeypatch.setattr(jaxsched.colony, "schedule", fake)
+    return seen
+
+
+def test_the_mir_scheduler_spends_no_headroom(calls):
+    """(The CLI's path: `test_mir_multi.test_seed_time_limit_and_allowance_reach_the_colony`.)"""
+    assert MIR_HEADROOM_ALLOWANCE == 0.0
+    colony_scheduler(gfx906(), seed=3)([])
+    colony_scheduler(gfx906(), seed=3, headroom_allowance=0.5)([])
+    assert [c["headroom_allowance"] for c in calls] == [0.0, 0.5]
+    assert calls[0]["seed"] == 3
+
+
+@pytest.mark.parametrize("value", ["-1", "nan", "x"])
+def test_a_bad_allowance_is_a_usage_error(value, capsys, tmp_path):
+    with pytest.raises(SystemExit) as e:
+        main(["mir", "schedule", "in.mir", "-o", str(tmp_path / "o.mir"),
+              "--headroom-allowance", value])  # fmt: skip
+    assert e.value.code == 2
+    assert "--headroom-allowance" in capsys.readouterr().err
