@@ -44,7 +44,7 @@ def _pick(colony_length: int, colony_vgprs: int, xp, **params):
 @pytest.mark.parametrize("xp", [np, jnp], ids=["numpy", "jax"])
 def test_a_block_may_not_raise_its_peak_into_the_headroom(xp):
     # 44 -> 48 VGPRs, 4 of them in the headroom (above 42 = 48 * 7/8), 8.3% of the limit: at
-    # the default allowance (1) that needs 8.3% of the length; 3 of 102 cycles (2.9%) do not
+    # the default allowance (2) that needs 4.2% of the length; 3 of 102 cycles (2.9%) do not
     # pay and the shortest candidate outside the headroom stays, 10 cycles (9.8%) do
     assert _pick(99, 48, xp) == rules.COLONY_RP
     assert _pick(92, 48, xp) == rules.COLONY

@@ -132,8 +132,8 @@ class ColonyParams(NamedTuple):
     #                           lowest at the same RP target) only as headroom_allowance
     #                           allows (0.125; 0 turns the rule off)
     headroom_allowance: jnp.ndarray  # f32[]: the fraction of a limit a result may take in
-    #                                  the headroom per fraction of length it gains there (1:
-    #                                  10% shorter buys 10% of the limit; the MIR path: 0)
+    #                                  the headroom per fraction of length it gains (2: 10%
+    #                                  shorter buys 20% of the limit; the MIR path: 0)
     weight_latency: jnp.ndarray  # f32[] | f32[2]: the instruction's largest latency to a
     #                              successor
     weight_position: jnp.ndarray  # f32[] | f32[2]: earliness in the input order
@@ -170,7 +170,7 @@ DEFAULTS = dict(
     occ_gain=3.0,
     max_len_loss=63.0,
     rp_headroom=0.125,
-    headroom_allowance=1.0,
+    headroom_allowance=2.0,
     weight_latency=0.0,
     weight_position=0.0,
     weight_kill=0.0,

@@ -180,9 +180,9 @@ def frugal(
     ``pick`` (one of ``ok``: those within the RP target, whose per-file limits are ``limit``
     int32[F]) takes registers in a file's headroom (the top ``rp_headroom`` of its limit)
     above the frugal candidate's peak (the lowest summed peak among ``ok``), unless it is
-    shorter than that candidate by a fraction ``g`` of the candidate's length and takes at
-    most ``headroom_allowance * g`` of the limit there (1 by default; 0 on the MIR path:
-    none, `jaxsched.mir_files.MIR_HEADROOM_ALLOWANCE`). Registers below the headroom are
+    shorter than the frugal one by a fraction ``g`` of its length and takes at most
+    ``headroom_allowance * g`` of the limit there (2 by default; 0 on the MIR path: none,
+    `jaxsched.mir_files.MIR_HEADROOM_ALLOWANCE`). Registers below the headroom are
     free: the model's occupancy depends only on the peak, and the allocator, which needs more
     than the model's peak, loses the level when the peak ends near the step (docs/colony.md)."""
     f = lex_argmin(peak.sum(axis=-1), length, ok, xp)
@@ -191,8 +191,8 @@ def frugal(
     base = xp.maximum(peak[f].astype(xp.float32), xp.floor(lim * (1 - params.rp_headroom)))
     over = xp.where(bounded, xp.maximum(peak.astype(xp.float32) - base, 0) / lim, 0).max(-1)
     alt = lex_argmin(length, peak.sum(axis=-1), ok & (over <= 0), xp)
-    gain = (length[alt] - length[pick]).astype(xp.float32)
-    gain = gain / xp.maximum(length[alt], 1).astype(xp.float32)
+    gain = (length[f] - length[pick]).astype(xp.float32)
+    gain = gain / xp.maximum(length[f], 1).astype(xp.float32)
     keep = over[pick] <= params.headroom_allowance * gain
     return xp.where(ok[pick] & (over[pick] > 0) & ~keep, alt, pick)
 
