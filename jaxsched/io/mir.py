@@ -363,9 +363,13 @@ def compare(
 def llvm_orders(module: MirModule, scheduled: MirModule) -> list[tuple[int, ...] | None]:
     """The order LLVM's scheduler gave each region of ``module``.
 
-    ``scheduled`` is the same code dumped after LLVM's scheduler (``llc -stop-before=si-wqm``);
-    instructions are matched by text within their block (the k-th copy of a text to the k-th).
-    None where a region's instructions cannot all be found.
+    ``scheduled`` is the same code dumped after LLVM's scheduler (``llc
+    -stop-after=machine-scheduler``); instructions are matched by text within their block (the
+    k-th copy of a text to the k-th). llc numbers virtual registers anew when it prints MIR it
+    read, so where the texts differ, they are matched with the register numbers left out, and
+    kept only when one renaming of the registers maps the region onto the block (the same
+    register always to the same, two never to one). None where a region's instructions cannot
+    all be found.
     """
     blocks = {
         (f.name, b.number): [i.text for i in b.instrs]
@@ -375,21 +379,42 @@ def llvm_orders(module: MirModule, scheduled: MirModule) -> list[tuple[int, ...]
     out: list[tuple[int, ...] | None] = []
     for mr in module.regions:
         texts = blocks.get((mr.function, mr.block), [])
-        where: dict[str, list[int]] = {}
-        for j, t in enumerate(texts):
-            where.setdefault(t, []).append(j)
-        seen: dict[str, int] = {}
-        pos: list[int] = []
-        for ins in mr.instrs:
-            k = seen.get(ins.text, 0)
-            cand = where.get(ins.text, [])
-            if k >= len(cand):
-                pos = []
-                break
-            pos.append(cand[k])
-            seen[ins.text] = k + 1
+        mine = [ins.text for ins in mr.instrs]
+        pos = _match(mine, texts, lambda t: t) or _renamed(mine, texts)
         out.append(tuple(sorted(range(len(pos)), key=pos.__getitem__)) if pos else None)
     return out
+
+
+_VREG = re.compile(r"%[0-9]+\b")
+
+
+def _match(mine: list[str], texts: list[str], key) -> list[int]:
+    """Positions in ``texts`` of ``mine`` (the k-th of a ``key`` to the k-th), [] if any is
+    missing."""
+    where: dict[str, list[int]] = {}
+    for j, t in enumerate(texts):
+        where.setdefault(key(t), []).append(j)
+    seen: dict[str, int] = {}
+    pos: list[int] = []
+    for text in mine:
+        k, cand = seen.get(key(text), 0), where.get(key(text), [])
+        if k >= len(cand):
+            return []
+        pos.append(cand[k])
+        seen[key(text)] = k + 1
+    return pos
+
+
+def _renamed(mine: list[str], texts: list[str]) -> list[int]:
+    """`_match` with virtual register numbers left out, kept when one injective renaming of
+    the registers maps every matched pair."""
+    pos = _match(mine, texts, lambda t: _VREG.sub("%", t))
+    names: dict[str, str] = {}
+    for text, j in zip(mine, pos, strict=False):
+        for a, b in zip(_VREG.findall(text), _VREG.findall(texts[j]), strict=True):
+            if names.setdefault(a, b) != b:
+                return []
+    return pos if len(set(names.values())) == len(names) else []
 
 
 def machine_target(machine_name: str) -> tuple[str, str] | None:
