@@ -26,7 +26,7 @@ import jax
 
 import jaxsched
 from jaxsched.compilation import COMPILED
-from jaxsched.heuristics import length_lower_bound_at
+from jaxsched.heuristics.bounds import length_lower_bound_at
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data" / "real-train.jsonl.gz"

@@ -23,7 +23,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsched.heuristics import list_schedule, priority_codes
+from jaxsched.heuristics import list_schedule
+from jaxsched.heuristics.list_scheduler import priority_codes
 from jaxsched.machines.model import gfx906
 from jaxsched.problem.generate import generate_region
 from jaxsched.problem.padded import common_shape, pad_region, stack

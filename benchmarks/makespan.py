@@ -25,7 +25,8 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from jaxsched.makespan import SM, estimate, lower_bound, normalize, round_robin
+from jaxsched.makespan import SM, estimate, normalize
+from jaxsched.makespan.model import lower_bound, round_robin
 
 HERE = Path(__file__).resolve().parent
 C_SOURCE = HERE / "makespan_anneal.c"

@@ -39,7 +39,9 @@ import numpy as np
 
 import jaxsched
 from jaxsched.compilation import COMPILED
-from jaxsched.heuristics import issue_cycles, length_lower_bound_at, list_schedule_batch
+from jaxsched.heuristics import issue_cycles
+from jaxsched.heuristics.bounds import length_lower_bound_at
+from jaxsched.heuristics.list_scheduler import list_schedule_batch
 from jaxsched.problem.split import split_by_source
 
 ROOT = Path(__file__).resolve().parent.parent

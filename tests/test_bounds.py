@@ -10,18 +10,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxsched.heuristics import (
-    PRIORITIES,
+from jaxsched.heuristics import length_lower_bound, order_peak_rp, rp_lower_bound
+from jaxsched.heuristics.bounds import (
     head_times,
-    length_lower_bound,
     length_lower_bound_jax,
-    list_schedule_batch,
-    order_peak_rp,
-    rp_lower_bound,
     rp_peak_lower_bound_jax,
     simple_length_lower_bound,
-    stall_schedule,
 )
+from jaxsched.heuristics.list_scheduler import PRIORITIES, list_schedule_batch, stall_schedule
 from jaxsched.machines.model import generic, gfx906
 from jaxsched.problem.generate import generate_region, generate_regions
 from jaxsched.problem.padded import common_shape, pad_region, stack
@@ -280,7 +276,8 @@ def framed_loads(count: int, width: int, latency: int, before: int, after: int) 
 def test_bound_at_occupancy_below_random_orders_and_list_schedules(regions, machine):
     """Every schedule reaching an occupancy is at least `length_lower_bound_at` it (generated
     regions, and load regions where the register-time bound binds)."""
-    from jaxsched.heuristics import issue_cycles, length_lower_bound_at
+    from jaxsched.heuristics import issue_cycles
+    from jaxsched.heuristics.bounds import length_lower_bound_at
 
     rng = np.random.default_rng(11)
     pool = [r for r in regions if len(r) <= 64][:30]
@@ -308,7 +305,7 @@ def test_bound_at_occupancy_known_answer():
     cycles through 24 registers take at least 40 cycles, and the last cycle holds none (a
     value dies at its last use's cycle, and a use ends the schedule at the latest): 41. The
     latency bound is 26 (six loads, then a 20-cycle latency)."""
-    from jaxsched.heuristics import length_lower_bound_at
+    from jaxsched.heuristics.bounds import length_lower_bound_at
 
     region = loads(6, 8, 20)
     assert length_lower_bound(region, MACHINE) == 26
@@ -320,7 +317,7 @@ def test_bound_at_occupancy_counts_slots_when_wide_values_do_not_pack():
     """Six 5-wide loads (20-cycle latency) in 24 VGPRs: only 4 fit at once, so 6 * 20 load
     cycles through 4 slots take at least 30 cycles (the area argument gives 6 * 5 * 20 / 24,
     i.e. 25, and the latency bound 26); every schedule at occupancy 10 is at least that."""
-    from jaxsched.heuristics import length_lower_bound_at
+    from jaxsched.heuristics.bounds import length_lower_bound_at
 
     region = loads(6, 5, 20)
     assert length_lower_bound_at(region, MACHINE, 10) == 31  # + the last cycle, as above
@@ -330,7 +327,7 @@ def test_bound_at_occupancy_counts_slots_when_wide_values_do_not_pack():
 def test_bound_at_occupancy_adds_the_cycles_the_dependences_keep_values_out_of():
     """Six 8-wide loads as above, born no earlier than cycle 10 (their address) and dead at
     least 5 cycles before the end (the final instruction): 40 + 10 + 5 + 1 = 56 cycles."""
-    from jaxsched.heuristics import length_lower_bound_at
+    from jaxsched.heuristics.bounds import length_lower_bound_at
 
     region = framed_loads(6, 8, 20, 10, 5)
     assert length_lower_bound_at(region, MACHINE, 10) == 56

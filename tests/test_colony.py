@@ -18,6 +18,7 @@ from jaxsched.colony import construct, engine, host
 from jaxsched.colony.params import ColonyConfig, default_params
 from jaxsched.compilation import CompileCache
 from jaxsched.errors import InputError
+from jaxsched.machines import generic
 from jaxsched.problem.generate import generate_region, generate_regions
 from jaxsched.problem.padded import pad_region, padded_shape
 from jaxsched.verify import verify, verify_order
@@ -315,7 +316,7 @@ def test_rp_pass_matches_brute_force_on_small_regions():
     # Squeeze pressure so the RP pass has work: small register budgets via a generic machine.
     global MACHINE
     saved = MACHINE
-    MACHINE = jaxsched.generic(registers_per_file=16, max_occupancy=8)
+    MACHINE = generic(registers_per_file=16, max_occupancy=8)
     try:
         rng = np.random.default_rng(0)
         regions = [

@@ -16,17 +16,21 @@ from conftest import shuffled
 import jaxsched
 from jaxsched import colony
 from jaxsched.colony import construct
+from jaxsched.colony.problem import SOURCES
 from jaxsched.errors import InputError
-from jaxsched.heuristics import issue_cycles, stall_schedule
-from jaxsched.machines import RP_UNLIMITED, rp_limits
+from jaxsched.heuristics import heuristic_schedule, issue_cycles
+from jaxsched.heuristics.list_scheduler import stall_schedule
+from jaxsched.machines import generic
+from jaxsched.machines.model import RP_UNLIMITED, rp_limits
 from jaxsched.problem.generate import generate_region, generate_regions
 from jaxsched.problem.padded import pad_region, padded_shape
-from jaxsched.tune import stack_params, sweep
+from jaxsched.tune import sweep
+from jaxsched.tune.train import stack_params
 from jaxsched.verify import verify
 
 # Tight registers so that both passes have work (gfx906's 256 VGPRs rarely bind on small
 # generated regions).
-MACHINE = jaxsched.generic(registers_per_file=64, max_occupancy=8)
+MACHINE = generic(registers_per_file=64, max_occupancy=8)
 GFX906 = jaxsched.gfx906()
 CONFIG = colony.ColonyConfig(wavefronts=2, wavefront_size=32, max_iterations=6)
 
@@ -167,7 +171,7 @@ def test_schedule_is_a_shell_over_solve(regions, prob):
     sol = jax.device_get(colony.solve(prob, params, jax.random.key(7), config=CONFIG))
     for b, (region, r) in enumerate(zip(regions, res, strict=True)):
         assert r.order == tuple(int(x) for x in sol.order[b, : len(region)])
-        assert r.source == colony.SOURCES[int(sol.source[b])]
+        assert r.source == SOURCES[int(sol.source[b])]
 
 
 # ---------------------------------------------------------------------------- shared primitives
@@ -227,7 +231,7 @@ def test_greedy_timing_host_and_device_agree(issue_width):
     for region in generate_regions(5, 12, 5, 60):
         order = np.asarray(region.topological_order())
         if rng.random() < 0.5:  # another topological order: the list scheduler's
-            order = np.asarray(jaxsched.heuristic_schedule(region, MACHINE, latencies=False)[1])
+            order = np.asarray(heuristic_schedule(region, MACHINE, latencies=False)[1])
         host = issue_cycles(region, order, issue_width)
         shape = padded_shape(region, MACHINE)
         dev = pad_region(region, MACHINE, shape)
@@ -236,7 +240,7 @@ def test_greedy_timing_host_and_device_agree(issue_width):
         cycles, length = stall_schedule(dev, jnp.asarray(padded), issue_width)
         assert np.asarray(cycles)[: len(region)].tolist() == host.tolist()
         assert int(length) == int(host.max()) + 1
-        verify(region, jaxsched.generic(issue_width=issue_width), host, order=order)
+        verify(region, generic(issue_width=issue_width), host, order=order)
 
 
 def test_problem_rejects_bad_starts():

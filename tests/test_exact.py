@@ -17,19 +17,10 @@ from test_exact_reference import (
     topo_orders,
 )
 
-from jaxsched.exact import (
-    ExactError,
-    Nodes,
-    Params,
-    build_tables,
-    expand,
-    expand_impl,
-    optimistic_bound,
-    prefix_bound,
-    solve_exact,
-    solve_two_pass,
-)
-from jaxsched.exact.expand import root
+from jaxsched.exact import ExactError, solve_exact, solve_two_pass
+from jaxsched.exact.bounds import optimistic_bound, prefix_bound
+from jaxsched.exact.expand import Nodes, Params, expand, expand_impl, root
+from jaxsched.exact.tables import build_tables
 from jaxsched.machines.model import generic, gfx906
 from jaxsched.problem.generate import generate_region, generate_regions
 from jaxsched.verify import verify, verify_order

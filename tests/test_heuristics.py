@@ -11,14 +11,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxsched.heuristics import (
+from jaxsched.heuristics import HeuristicError, heuristic_schedule, list_schedule, order_peak_rp
+from jaxsched.heuristics.list_scheduler import (
     PRIORITIES,
-    HeuristicError,
-    heuristic_schedule,
-    list_schedule,
     list_schedule_batch,
     list_schedule_jit,
-    order_peak_rp,
     priority_codes,
     stall_schedule,
 )

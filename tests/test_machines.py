@@ -5,15 +5,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxsched.machines import (
-    RegisterFile,
-    aprp_jax,
-    generic,
-    get_machine,
-    gfx906,
-    occupancy_jax,
-    rp_cost_jax,
-)
+from jaxsched.machines import RegisterFile, generic, get_machine, gfx906
+from jaxsched.machines.model import aprp_jax, occupancy_jax, rp_cost_jax
 
 
 def test_gfx906_tables_from_the_spec():

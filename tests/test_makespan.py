@@ -11,21 +11,10 @@ import numpy as np
 import pytest
 from makespan_reference import int_caps, plain_decode, plain_most_pending, verify_schedule
 
-from jaxsched.makespan import (
-    SM,
-    STARTS,
-    UNITS,
-    MakespanError,
-    decode,
-    estimate,
-    exact_worst_case,
-    fixed_priority,
-    lower_bound,
-    most_pending,
-    normalize,
-    round_robin,
-)
+from jaxsched.makespan import SM, MakespanError, decode, estimate, exact_worst_case, normalize
 from jaxsched.makespan import decoder as dec
+from jaxsched.makespan.host import STARTS
+from jaxsched.makespan.model import UNITS, fixed_priority, lower_bound, most_pending, round_robin
 
 CONFIGS = [
     SM(4, {"L": 1, "C": 4, "S": 1, "D": 0.5}),
@@ -237,7 +226,7 @@ def test_exact_matches_brute_force(kernel, warps, config):
 
 
 def test_exact_budget():
-    from jaxsched.makespan import ExactBudgetExceeded
+    from jaxsched.makespan.exact import ExactBudgetExceeded
 
     with pytest.raises(ExactBudgetExceeded, match="node_budget"):
         exact_worst_case("LCSLC", 4, CONFIGS[0], node_budget=10)

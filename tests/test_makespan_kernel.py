@@ -20,6 +20,7 @@ import jaxsched.makespan as ms
 from jaxsched import fused
 from jaxsched.cli.main import main
 from jaxsched.makespan import SM, MakespanError, init, make_params, normalize, run, tables
+from jaxsched.makespan.host import plan_estimate
 from jaxsched.makespan.kernel import run_fused
 
 RUN = jax.jit(run)
@@ -140,12 +141,12 @@ def test_estimate_and_cli_switch():
     assert out.makespan == ref.makespan
     np.testing.assert_array_equal(out.warp_string, ref.warp_string)
     np.testing.assert_array_equal(out.history, ref.history)
-    assert ms.plan_estimate("LCCSLD", 4, sm).annealing == fused.resolve("auto")
+    assert plan_estimate("LCCSLD", 4, sm).annealing == fused.resolve("auto")
     with pytest.raises(MakespanError, match="annealing must be one of"):
-        ms.plan_estimate("LCCSLD", 4, sm, annealing="triton")
+        plan_estimate("LCCSLD", 4, sm, annealing="triton")
     if fused.gpu_platform() is None:
         with pytest.raises(MakespanError, match="annealing 'pallas' needs a GPU"):
-            ms.plan_estimate("LCCSLD", 4, sm, annealing="pallas")
+            plan_estimate("LCCSLD", 4, sm, annealing="pallas")
 
 
 def test_cli_annealing_option(capsys):

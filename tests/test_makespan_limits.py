@@ -13,7 +13,8 @@ import pytest
 import jaxsched.makespan as ms
 import jaxsched.makespan.host as host
 from jaxsched.cli.main import UsageError, build_parser, main
-from jaxsched.makespan import SM, MakespanError
+from jaxsched.makespan import SM, MakespanError, model
+from jaxsched.makespan.host import MAX_CHAINS, plan_estimate
 
 SM4 = SM(4, {"L": 1, "C": 4, "S": 1, "D": 0.5})
 BASE = ["--kernel", "LCSD", "--warps", "3", "--schedulers", "2", "--capacity",
@@ -84,7 +85,7 @@ def test_library_limits_before_allocation(no_allocation):
     with pytest.raises(MakespanError, match="warps"):
         ms.estimate(norm, 1025)
     with pytest.raises(MakespanError, match="memory"):
-        ms.estimate(norm, 8, chains=ms.MAX_CHAINS)
+        ms.estimate(norm, 8, chains=MAX_CHAINS)
     with pytest.raises(MakespanError, match="moves"):
         ms.estimate(norm, 8, moves=(1.0, float("nan"), 0.0))
     with pytest.raises(MakespanError, match="memory"):
@@ -95,26 +96,26 @@ def test_library_limits_before_allocation(no_allocation):
 
 def test_limits_are_exact_boundaries():
     # The largest accepted sizes pass validation; one more is refused.
-    big = SM(4, {"L": ms.MIN_CAPACITY, "C": 1}, cycles={"C": ms.MAX_UNIT_CYCLES})
-    assert len(ms.normalize("L", big).kernel) == ms.MAX_POSITIONS
-    assert len(ms.normalize("C", big).kernel) == ms.MAX_POSITIONS
+    big = SM(4, {"L": model.MIN_CAPACITY, "C": 1}, cycles={"C": model.MAX_UNIT_CYCLES})
+    assert len(ms.normalize("L", big).kernel) == model.MAX_POSITIONS
+    assert len(ms.normalize("C", big).kernel) == model.MAX_POSITIONS
     with pytest.raises(MakespanError, match="normalised kernel would have 65537"):
-        ms.normalize("LC", SM(4, {"L": ms.MIN_CAPACITY, "C": 1}))
+        ms.normalize("LC", SM(4, {"L": model.MIN_CAPACITY, "C": 1}))
     norm = ms.normalize("LCSD" * 16, SM4)  # I = 65 after D doubles
-    warps = ms.MAX_POSITIONS // len(norm.kernel)
-    plan = ms.plan_estimate(norm, warps, chains=1, iterations=1)
-    assert plan.positions <= ms.MAX_POSITIONS and plan.call_steps == 1
+    warps = model.MAX_POSITIONS // len(norm.kernel)
+    plan = plan_estimate(norm, warps, chains=1, iterations=1)
+    assert plan.positions <= model.MAX_POSITIONS and plan.call_steps == 1
     with pytest.raises(MakespanError, match="W\\*I"):
-        ms.plan_estimate(norm, warps + 1, chains=1)
+        plan_estimate(norm, warps + 1, chains=1)
     with pytest.raises(MakespanError, match=r"warps must be in 1\.\.1024"):
-        ms.plan_estimate(ms.normalize("L", SM4), ms.MAX_WARPS + 1)
-    ms.plan_estimate(ms.normalize("L", SM4), ms.MAX_WARPS, chains=1)
+        plan_estimate(ms.normalize("L", SM4), model.MAX_WARPS + 1)
+    plan_estimate(ms.normalize("L", SM4), model.MAX_WARPS, chains=1)
 
 
 def test_most_pending_is_fast_at_the_largest_size():
     # 1,024 warps x 64 instructions (the positions limit): the start templates stay cheap.
     norm = ms.normalize("LCCS" * 16, SM4)
-    string = ms.most_pending(norm, ms.MAX_WARPS)
+    string = model.most_pending(norm, model.MAX_WARPS)
     assert np.all(np.bincount(string) == len(norm.kernel))
 
 
@@ -228,7 +229,7 @@ def test_fuzz_library_arguments():
             elif kind == 2:
                 kw = {k: pick() for k in rng.sample(["seed", "chains", "iterations", "t0",
                       "starts", "chunk", "moves", "memory_budget"], 3)}  # fmt: skip
-                ms.plan_estimate(rng.choice(["LCSD", pick()]), pick(), SM4, **kw)
+                plan_estimate(rng.choice(["LCSD", pick()]), pick(), SM4, **kw)
             elif kind == 3:
                 ms.make_params(pick(), t0=pick(), moves=pick())
             else:

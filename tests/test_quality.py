@@ -12,9 +12,9 @@ import jaxsched
 from jaxsched import colony
 from jaxsched.colony import construct
 from jaxsched.heuristics import list_schedule
-from jaxsched.machines import rp_limits
+from jaxsched.machines.model import rp_limits
 from jaxsched.problem.padded import pad_region, padded_shape
-from jaxsched.verify import verify
+from jaxsched.verify import verify, verify_order
 
 MACHINE = jaxsched.gfx906()
 LOADS = 6
@@ -68,7 +68,7 @@ def test_ants_wait_instead_of_dying_under_the_rp_target():
     assert not np.asarray(out.dead).any()
     for a in range(0, 64, 16):
         order = np.asarray(out.order[a])[: len(region)]
-        rep = jaxsched.verify_order(region, MACHINE, order)
+        rep = verify_order(region, MACHINE, order)
         assert rep.occupancy == 10
         assert int(out.length[a]) < 2 * LATENCY + 2 * LOADS  # loads overlap their latency
 
@@ -137,7 +137,7 @@ def test_target_schedule_defers_register_hungry_sinks():
     """Without deferral the RP-limited latency scheduler fills x0's stall with two constants
     (each fits then) and x1 breaks the target; `target_schedule`'s third candidate defers
     the sinks and meets it, and the best of the three is taken."""
-    from jaxsched.heuristics import target_schedule
+    from jaxsched.heuristics.list_scheduler import target_schedule
 
     region = sinks_region()
     shape = padded_shape(region, MACHINE)

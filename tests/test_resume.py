@@ -19,6 +19,7 @@ import pytest
 import jaxsched
 from jaxsched.cli.main import main
 from jaxsched.cli.results import TIMING, journal_path
+from jaxsched.problem.generate import generate_regions
 
 #: One region per call (`--max-batch 1`): every run finishes in several calls, and the whole,
 #: reversed and split files share two compiled shapes (buckets 32 and 64) instead of four.
@@ -35,7 +36,7 @@ def regions_file(tmp_path_factory):
     """Six regions in two size buckets (32, 64), interleaved, so that the run order (by
     bucket) differs from the input order."""
     path = tmp_path_factory.mktemp("resume") / "regions.jsonl"
-    regions = jaxsched.generate_regions(11, 6, 20, 60)
+    regions = generate_regions(11, 6, 20, 60)
     jaxsched.save_regions(regions, path)
     return path
 

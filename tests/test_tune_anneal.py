@@ -11,7 +11,8 @@ import numpy as np
 from makespan_reference import verified_makespan
 
 import jaxsched.makespan as ms
-from jaxsched.tune import stack_anneal_params, sweep_anneal
+from jaxsched.tune import sweep_anneal
+from jaxsched.tune.anneal import stack_anneal_params
 
 SM4 = ms.SM(4, {"L": 1, "C": 4, "S": 1, "D": 0.5})
 WARPS, CHAINS, STEPS = 4, 8, 40

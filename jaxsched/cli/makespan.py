@@ -120,8 +120,9 @@ def _kernel(args) -> str:
 
 def _plan(args):
     """Validated options (`EstimatePlan`) and the SM; raises `MakespanError` before any work."""
-    from jaxsched.makespan import SM, MakespanError, plan_estimate
+    from jaxsched.makespan import SM, MakespanError
     from jaxsched.makespan.exact import MAX_POSITIONS as MAX_EXACT
+    from jaxsched.makespan.host import plan_estimate
 
     kernel = _kernel(args)
     sm = SM(

@@ -175,7 +175,7 @@ def colony_overrides(args: argparse.Namespace) -> dict:
     return {k: v for k, v in pairs.items() if v is not None}
 
 
-def _load(files: list[str], keep, machine):
+def load_checked(files: list[str], keep, machine):
     """Regions of all files (those ``keep`` selects, see `jaxsched.problem.format.iter_regions`),
     each checked against the machine (errors name the file)."""
     from jaxsched.problem.format import iter_regions
@@ -318,7 +318,7 @@ def _run(args: argparse.Namespace, cluster: Cluster) -> int:
     machine = machine_named(args.machine)
     if args.plot is not None and cluster.count > 1:
         raise UsageError("--plot needs a single process (plot from the results file instead)")
-    mine = cluster.load(args.files, partial(_load, machine=machine))
+    mine = cluster.load(args.files, partial(load_checked, machine=machine))
     regions = [r for _, r in mine]
     manifest = _manifest(cluster, mine)
     names = [name for _, name, _, _ in manifest]

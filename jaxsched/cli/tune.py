@@ -56,9 +56,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _training_regions(args, machine) -> list:
-    from jaxsched.cli.schedule import _load
+    from jaxsched.cli.schedule import load_checked
 
-    regions = _load([args.train], None, machine)
+    regions = load_checked([args.train], None, machine)
     small = [r for r in regions if len(r) <= args.max_size]
     if not small:
         raise UsageError(
@@ -69,7 +69,7 @@ def _training_regions(args, machine) -> list:
 
 
 def run(args: argparse.Namespace) -> int:
-    from jaxsched.cli.schedule import _load
+    from jaxsched.cli.schedule import load_checked
     from jaxsched.colony.host import split_overrides
     from jaxsched.colony.params import default_params
     from jaxsched.tune import pipeline
@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     config, _, _ = split_overrides(layout, None, None, None)
     ants = Ants(config.wavefronts, config.wavefront_size)
     regions = _training_regions(args, machine)
-    valid = _load([args.valid], None, machine) if args.valid else []
+    valid = load_checked([args.valid], None, machine) if args.valid else []
     default = default_params()
     say = (lambda *a: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
     t0 = time.perf_counter()

@@ -13,34 +13,18 @@ Modules: `construct` (ants), `iteration` (one colony iteration), `problem` and `
 problem, on the host), `core`, `host`.
 """
 
-from jaxsched.colony.core import (
-    ColonyState,
-    PassSummary,
-    Solution,
-    default_config,
-    init,
-    run,
-    solution,
-    solve,
-    step,
-)
-from jaxsched.colony.host import Options, Result, schedule
+from jaxsched.colony.core import ColonyState, Solution, init, run, solution, solve, step
+from jaxsched.colony.host import Result, schedule
 from jaxsched.colony.params import ColonyConfig, ColonyParams, default_params
-from jaxsched.colony.problem import CHOOSABLE_STARTS, SOURCES, STARTS, ColonyProblem, problem
+from jaxsched.colony.problem import ColonyProblem, problem
 
 __all__ = [
-    "CHOOSABLE_STARTS",
-    "SOURCES",
-    "STARTS",
     "ColonyConfig",
     "ColonyParams",
     "ColonyProblem",
     "ColonyState",
-    "Options",
-    "PassSummary",
     "Result",
     "Solution",
-    "default_config",
     "default_params",
     "init",
     "problem",

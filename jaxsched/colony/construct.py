@@ -160,7 +160,7 @@ def static_features(prep: Prepared, timed: jnp.ndarray) -> tuple[jnp.ndarray, ..
     )
 
 
-def _static_weight_sum(params: ColonyParams) -> jnp.ndarray:
+def static_weight_sum(params: ColonyParams) -> jnp.ndarray:
     """f32[]: the sum of the magnitudes of the `STATIC_WEIGHTS` (pass parameters)."""
     total = jnp.abs(params.weight_cp)
     for name in STATIC_WEIGHTS[1:]:
@@ -177,7 +177,7 @@ def static_key(prep: Prepared, params: ColonyParams, timed: jnp.ndarray) -> jnp.
     num = params.weight_cp * feats[0]
     for name, f in zip(STATIC_WEIGHTS[1:], feats[1:], strict=True):
         num = num + getattr(params, name) * f
-    return num / jnp.maximum(_static_weight_sum(params), 1e-6)
+    return num / jnp.maximum(static_weight_sum(params), 1e-6)
 
 
 class ReadyList(NamedTuple):
@@ -398,7 +398,7 @@ def _scores(
     ready; each dynamic feature divided by its maximum over the ant's slots (at least 1)."""
     over, raises = c.over, c.raises
     wl = jnp.where(inp.timed, params.weight_last_use, params.weight_last_use_rp)
-    ws = _static_weight_sum(params)
+    ws = static_weight_sum(params)
     luc = ready.kill.sum(axis=0).astype(jnp.float32)
     luc = luc / jnp.maximum(luc.max(axis=0), 1.0)
     extra, w_extra = _dynamic_terms(ready.kill, ready.born, c.wait, params)

@@ -286,7 +286,9 @@ def _read_passes(passes: PassState, slots: list[int]) -> list[PassResult]:
 class Pool:
     """The slots of one bucket shape and config on the default device, and their executable."""
 
-    def __init__(self, size: int, jobs: Sequence[Job], config: ColonyConfig, run: _Run) -> None:
+    def __init__(
+        self, size: int, jobs: Sequence[Job], config: ColonyConfig, run: RunShared
+    ) -> None:
         self.size, self.config, self.run = size, config, run
         self.jobs: list[Job | None] = [None] * size
         template = jobs[0].prob.prep
@@ -358,7 +360,7 @@ class Pool:
         return list(zip(ended, _read_passes(self.passes, ended), strict=True))
 
 
-class _Run(NamedTuple):
+class RunShared(NamedTuple):
     """What every pool call of a run shares."""
 
     machine: MachineArrays  # on device
@@ -392,7 +394,7 @@ def _skipped_start(p: ColonyProblem) -> rules.PassStart:
     )
 
 
-def _empty_passes(size: int, p: ColonyProblem, config: ColonyConfig, run: _Run) -> PassState:
+def _empty_passes(size: int, p: ColonyProblem, config: ColonyConfig, run: RunShared) -> PassState:
     """Pass states of ``size`` idle slots (zeros: never running)."""
     one = jax.eval_shape(
         lambda s, k: start_pass(**s._asdict(), key=k, params=run.params, config=config),
@@ -421,7 +423,7 @@ class Group(NamedTuple):
 def drive(
     groups: Sequence[Group],
     host: Host,
-    run_of: Callable[[ColonyConfig], _Run],
+    run_of: Callable[[ColonyConfig], RunShared],
     *,
     on_done: Callable[[Job, float, float], None],
     on_iteration: Callable[[int, int], None] | None = None,

@@ -524,8 +524,8 @@ def _schedule_local(
     results: list[Result | None] = [None] * len(regions)
     m_dev, p_dev = machine.arrays(), params
 
-    def run_of(cfg: ColonyConfig) -> engine._Run:
-        return engine._Run(machine=m_dev, params=p_dev, key=key, config=cfg)
+    def run_of(cfg: ColonyConfig) -> engine.RunShared:
+        return engine.RunShared(machine=m_dev, params=p_dev, key=key, config=cfg)
 
     def on_done(job: engine.Job, compile_s: float, run_s: float) -> None:
         i = job.index
@@ -594,7 +594,7 @@ def warmup(
     if bad:
         raise InputError(f"warmup: buckets are powers of two from 16, got {bad}")
     region, key = generate_region(0, 2), jax.random.key(0)
-    run = engine._Run(machine=machine.arrays(), params=params, key=key, config=config)
+    run = engine.RunShared(machine=machine.arrays(), params=params, key=key, config=config)
     out = []
     for n in buckets:
         shape = canonical_shape(PaddedShape(n, 1, 1, 1, 1, 1, 1, machine.num_files))

@@ -1,72 +1,21 @@
 """Heuristics and bounds: list scheduling priorities, length and RP lower bounds (JAX, and
 their NumPy twins on padded regions: ``*_host``)."""
 
-from jaxsched.heuristics.bounds import (
-    head_times,
-    length_lower_bound,
-    length_lower_bound_at,
-    length_lower_bound_host,
-    length_lower_bound_jax,
-    rp_lower_bound,
-    rp_peak_lower_bound_host,
-    rp_peak_lower_bound_jax,
-    simple_length_lower_bound,
-)
-from jaxsched.heuristics.host_schedule import (
-    HostRegion,
-    host_region,
-    list_schedule_host,
-    order_peak_rp_host,
-    stall_schedule_host,
-    target_schedule_host,
-)
+from jaxsched.heuristics.bounds import length_lower_bound, rp_lower_bound
 from jaxsched.heuristics.list_scheduler import (
-    DEFAULT_PRIORITY,
-    PRIORITIES,
     HeuristicError,
-    HostSchedule,
-    ListSchedule,
     heuristic_schedule,
     issue_cycles,
     list_schedule,
-    list_schedule_batch,
-    list_schedule_jit,
-    normalize_priority,
     order_peak_rp,
-    priority_codes,
-    stall_schedule,
-    target_schedule,
 )
 
 __all__ = [
-    "DEFAULT_PRIORITY",
-    "PRIORITIES",
     "HeuristicError",
-    "HostRegion",
-    "HostSchedule",
-    "ListSchedule",
-    "head_times",
     "heuristic_schedule",
-    "host_region",
     "issue_cycles",
     "length_lower_bound",
-    "length_lower_bound_at",
-    "length_lower_bound_host",
-    "length_lower_bound_jax",
     "list_schedule",
-    "list_schedule_batch",
-    "list_schedule_host",
-    "list_schedule_jit",
-    "normalize_priority",
     "order_peak_rp",
-    "order_peak_rp_host",
-    "priority_codes",
     "rp_lower_bound",
-    "rp_peak_lower_bound_host",
-    "rp_peak_lower_bound_jax",
-    "simple_length_lower_bound",
-    "stall_schedule",
-    "stall_schedule_host",
-    "target_schedule",
-    "target_schedule_host",
 ]

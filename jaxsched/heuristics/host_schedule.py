@@ -24,7 +24,7 @@ from jaxsched.heuristics.list_scheduler import (
     DEFAULT_TARGET,
     PRIORITIES,
     ListSchedule,
-    _check_issue_width,
+    check_issue_width,
     priority_codes,
 )
 from jaxsched.machines.model import occupancy_jax
@@ -314,7 +314,7 @@ def list_schedule_host(
       A `ListSchedule` of NumPy values: order int32[N], cycles int32[N], length, peak
       int32[F], occupancy and rp_cost (int32 scalars).
     """
-    codes, iw, t = _codes(priority), _check_issue_width(issue_width), host_region(dev)
+    codes, iw, t = _codes(priority), check_issue_width(issue_width), host_region(dev)
     keys = _Keys(
         cp=t.cp if latencies else t.cp_unit,
         succ=t.num_succs,
@@ -404,7 +404,7 @@ def stall_schedule_host(
     """`list_scheduler.stall_schedule` on the host, bit for bit: ``order`` (int[N], a
     topological order of the real instructions, then padding N) issued in order with the
     stalls latencies force. Returns (cycles int32[N] (padding 0), length int32)."""
-    iw = _check_issue_width(issue_width)
+    iw = check_issue_width(issue_width)
     t = host_region(dev)
     cycles = [0] * t.N
     cycle = used = 0

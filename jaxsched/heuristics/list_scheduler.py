@@ -136,7 +136,7 @@ def _as_codes(priority) -> jax.Array:
     return codes.astype(jnp.int32)
 
 
-def _check_issue_width(issue_width: int) -> int:
+def check_issue_width(issue_width: int) -> int:
     if isinstance(issue_width, bool) or not isinstance(issue_width, int | np.integer):
         raise HeuristicError(f"issue_width {issue_width!r} is not an integer")
     if issue_width < 1:
@@ -378,7 +378,7 @@ def list_schedule(
       A `ListSchedule`.
     """
     codes = _as_codes(priority)
-    iw = issue_width if isinstance(issue_width, jax.Array) else _check_issue_width(issue_width)
+    iw = issue_width if isinstance(issue_width, jax.Array) else check_issue_width(issue_width)
     t = _tables(dev)
     N = dev.valid.shape[0]
     n = jnp.asarray(dev.n, jnp.int32)
@@ -501,7 +501,7 @@ def list_schedule_jit(
         _as_codes(priority),
         tgt,
         latencies=bool(latencies),
-        issue_width=_check_issue_width(issue_width),
+        issue_width=check_issue_width(issue_width),
     )
 
 
@@ -522,7 +522,7 @@ def stall_schedule(
     Returns:
       ``(cycles int32[N] per instruction (padding 0), length int32[])``.
     """
-    iw = issue_width if isinstance(issue_width, jax.Array) else _check_issue_width(issue_width)
+    iw = issue_width if isinstance(issue_width, jax.Array) else check_issue_width(issue_width)
     t = _tables(dev)
     N = dev.valid.shape[0]
     order = jnp.asarray(order, jnp.int32)
@@ -555,7 +555,7 @@ def issue_cycles(
     """int64[n]: `stall_schedule` on the host: each instruction of ``order`` (a topological order
     of the region) at the earliest cycle no earlier than the previous one's that meets every
     incoming latency and has a free issue slot. No schedule issuing in this order is shorter."""
-    iw = _check_issue_width(issue_width)
+    iw = check_issue_width(issue_width)
     n = len(region)
     est = np.zeros(n, np.int64)
     cycles = np.zeros(n, np.int64)

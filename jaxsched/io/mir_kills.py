@@ -21,9 +21,9 @@ from collections.abc import Sequence
 from jaxsched.io.mir_parse import (
     MirInstr,
     RegOperand,
-    _find_top,
-    _top_level,
+    find_top_level,
     parse_reg_operand,
+    top_level_indices,
 )
 from jaxsched.io.mir_regions import MirRegion, phys_units
 
@@ -108,9 +108,9 @@ def operand_spans(text: str) -> list[tuple[int, int]]:
     """Character spans in ``text`` (an instruction without indentation) of its top-level
     operand pieces before ``::``, in the order `jaxsched.io.mir_parse.parse_instruction` reads
     them (definitions, then the operands after the opcode); non-register pieces included."""
-    end = _find_top(text, " :: ")
+    end = find_top_level(text, " :: ")
     body_end = len(text) if end < 0 else end
-    eq = _find_top(text[:body_end], " = ")
+    eq = find_top_level(text[:body_end], " = ")
     spans = _pieces(text, 0, eq) if eq >= 0 else []
     k = eq + 3 if eq >= 0 else 0
     while k < body_end and text[k].isspace():
@@ -131,7 +131,7 @@ def operand_spans(text: str) -> list[tuple[int, int]]:
 def _pieces(text: str, lo: int, hi: int) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
     start = lo
-    for i in _top_level(text[lo:hi]):
+    for i in top_level_indices(text[lo:hi]):
         if text[lo + i] == ",":
             out.append(_strip(text, start, lo + i))
             start = lo + i + 1

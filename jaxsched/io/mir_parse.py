@@ -174,7 +174,7 @@ _SIZE = re.compile(r"^\((?:s(?P<s>\d+)|<(?P<n>\d+)\s*x\s*s(?P<e>\d+)>|[^)]*)\)$"
 _ORDERINGS = ("monotonic", "acquire", "release", "acq_rel", "seq_cst")
 
 
-def _top_level(s: str):
+def top_level_indices(s: str):
     """Indices of the characters of ``s`` outside (), [], {}, <> and double quotes (bracket and
     quote characters themselves excluded)."""
     depth = 0
@@ -202,7 +202,7 @@ def split_top(s: str, sep: str = ",") -> list[str]:
     """Split ``s`` on ``sep`` outside (), [], {}, <> and double quotes; pieces are stripped."""
     out: list[str] = []
     start = 0
-    for i in _top_level(s):
+    for i in top_level_indices(s):
         if s[i] == sep:
             out.append(s[start:i].strip())
             start = i + 1
@@ -212,9 +212,9 @@ def split_top(s: str, sep: str = ",") -> list[str]:
     return out
 
 
-def _find_top(s: str, token: str) -> int:
+def find_top_level(s: str, token: str) -> int:
     """Index of the first ``token`` in ``s`` outside brackets and quotes, or -1."""
-    return next((i for i in _top_level(s) if s.startswith(token, i)), -1)
+    return next((i for i in top_level_indices(s) if s.startswith(token, i)), -1)
 
 
 def parse_reg_operand(text: str, in_defs: bool) -> RegOperand | None:
@@ -289,11 +289,11 @@ def parse_instruction(text: str, line: int, where: str) -> MirInstr:
     here = f"{where}:{line + 1}"
     body = text
     mem_text = ""
-    k = _find_top(body, " :: ")
+    k = find_top_level(body, " :: ")
     if k >= 0:
         body, mem_text = body[:k], body[k + 4 :]
     defs_text = ""
-    k = _find_top(body, " = ")
+    k = find_top_level(body, " = ")
     if k >= 0:
         defs_text, body = body[:k], body[k + 3 :]
     words = body.split(None, 1)
@@ -324,7 +324,7 @@ def parse_instruction(text: str, line: int, where: str) -> MirInstr:
 
 def _names_register(piece: str) -> bool:
     """Whether ``piece`` names a register outside brackets and quoted strings."""
-    keep = set(_top_level(piece))
+    keep = set(top_level_indices(piece))
     top = "".join(c if i in keep else " " for i, c in enumerate(piece))
     return _REG_WORD.search(top) is not None
 
@@ -631,7 +631,7 @@ def _bundle_end(lines: list[str], j: int, end: int, here: str) -> int:
 
 
 def _strip_comment(s: str) -> str:
-    k = _find_top(s, ";")
+    k = find_top_level(s, ";")
     return s if k < 0 else s[:k]
 
 

@@ -17,94 +17,28 @@ Limits (checked before anything is allocated) are the ``MAX_*`` / ``MIN_*`` cons
 ``docs/limits.md``.
 """
 
-from jaxsched.makespan.anneal import (
-    DEFAULT_MOVES,
-    DEFAULT_T0,
-    MAX_ITERATIONS,
-    MOVES,
-    AnnealParams,
-    ChainState,
-    init,
-    make_params,
-    random_strings,
-    run,
-    step,
-    temperature,
-)
-from jaxsched.makespan.decoder import Decoded, Schedule, Tables, decode, tables
-from jaxsched.makespan.exact import ExactBudgetExceeded, ExactResult, exact_worst_case
-from jaxsched.makespan.host import (
-    MAX_CHAINS,
-    STARTS,
-    EstimatePlan,
-    MakespanResult,
-    estimate,
-    plan_estimate,
-    start_strings,
-)
-from jaxsched.makespan.kernel import run_fused
-from jaxsched.makespan.model import (
-    DEFAULT_MEMORY_BUDGET,
-    MAX_ISSUE,
-    MAX_POSITIONS,
-    MAX_SCHEDULERS,
-    MAX_UNIT_CYCLES,
-    MAX_WARPS,
-    MIN_CAPACITY,
-    SM,
-    UNITS,
-    MakespanError,
-    Normalized,
-    fixed_priority,
-    lower_bound,
-    most_pending,
-    normalize,
-    round_robin,
-)
+from jaxsched.makespan.anneal import AnnealParams, ChainState, init, make_params, run, step
+from jaxsched.makespan.decoder import Tables, decode, tables
+from jaxsched.makespan.exact import exact_worst_case
+from jaxsched.makespan.host import STARTS, MakespanResult, estimate, start_strings
+from jaxsched.makespan.model import SM, MakespanError, normalize
 
 __all__ = [
-    "DEFAULT_MEMORY_BUDGET",
-    "DEFAULT_MOVES",
-    "DEFAULT_T0",
-    "MAX_CHAINS",
-    "MAX_ISSUE",
-    "MAX_ITERATIONS",
-    "MAX_POSITIONS",
-    "MAX_SCHEDULERS",
-    "MAX_UNIT_CYCLES",
-    "MAX_WARPS",
-    "MIN_CAPACITY",
-    "MOVES",
     "SM",
     "STARTS",
-    "UNITS",
     "AnnealParams",
     "ChainState",
-    "Decoded",
-    "EstimatePlan",
-    "ExactBudgetExceeded",
-    "ExactResult",
     "MakespanError",
     "MakespanResult",
-    "Normalized",
-    "Schedule",
     "Tables",
     "decode",
     "estimate",
     "exact_worst_case",
-    "fixed_priority",
     "init",
-    "lower_bound",
     "make_params",
-    "most_pending",
     "normalize",
-    "plan_estimate",
-    "random_strings",
-    "round_robin",
     "run",
-    "run_fused",
     "start_strings",
     "step",
     "tables",
-    "temperature",
 ]

@@ -45,8 +45,8 @@ from jaxsched.colony.construct import (
     AntResults,
     Prepared,
     StepInputs,
-    _static_weight_sum,
     make_seeds,
+    static_weight_sum,
 )
 from jaxsched.colony.params import ColonyParams
 from jaxsched.store import host_cpu, store_dir
@@ -218,7 +218,7 @@ def _scalars(
     (`construct._scores`, `construct._dynamic_terms`), so they round alike."""
     F = prep.live_through.shape[0]
     wl = jnp.where(inp.timed, params.weight_last_use, params.weight_last_use_rp)
-    ws = _static_weight_sum(params)
+    ws = static_weight_sum(params)
     wk = jnp.broadcast_to(params.weight_kill, (F,))
     wb = jnp.broadcast_to(params.weight_born, (F,))
     w_extra = jnp.abs(wk).sum() + jnp.abs(wb).sum() + jnp.abs(params.weight_wait)
