@@ -58,6 +58,28 @@ sys.exit(main.main(sys.argv[1:]))
 """
 
 
+#: ``python -c PAUSED ARGS...``: the CLI, paused for a long time before its second colony call
+#: (so that a test can lose it there: on a quick machine the second call follows the first
+#: within milliseconds).
+PAUSED = """
+import sys, time
+from jaxsched.cli import main
+from jaxsched.colony import sharding
+
+calls = []
+init = sharding.ShardedCalls.init
+
+def paused(self, *a, **k):
+    calls.append(1)
+    if len(calls) == 2:
+        time.sleep(600)
+    return init(self, *a, **k)
+
+sharding.ShardedCalls.init = paused
+sys.exit(main.main(sys.argv[1:]))
+"""
+
+
 @pytest.fixture(scope="module")
 def work(tmp_path_factory) -> Path:
     d = tmp_path_factory.mktemp("multihost")
@@ -86,16 +108,23 @@ def free_port() -> int:
 
 
 def start_two(
-    work: Path, args: list[str], peer_timeout: float, late: float = 0.0, cache: bool = True
+    work: Path,
+    args: list[str],
+    peer_timeout: float,
+    late: float = 0.0,
+    cache: bool = True,
+    paused: bool = False,
 ) -> list[subprocess.Popen]:
     """Both processes of a run; process 1 ``late`` seconds late at its first gathering and
-    before its first compile (`LATE`); ``cache``: the module's executable store."""
+    before its first compile (`LATE`), or ``paused`` before its second call (`PAUSED`);
+    ``cache``: the module's executable store."""
     port = free_port()
     procs = []
     for i in range(2):
         cluster = ["--coordinator", f"127.0.0.1:{port}", "--num-processes", "2"]
         cluster += ["--process-id", str(i), "--peer-timeout", str(peer_timeout)]
         start = ["-c", LATE, str(late)] if i == 1 and late else ["-m", "jaxsched"]
+        start = ["-c", PAUSED] if i == 1 and paused else start
         cmd = [sys.executable, *start, "schedule", *args, *cluster]
         procs.append(
             subprocess.Popen(
@@ -183,7 +212,7 @@ def test_a_lost_process_stops_the_run_and_resume_completes_it(work, reference):
     args = [str(work / "regions.jsonl"), *SETTINGS, "--out", str(out)]
     # A heartbeat timeout well above a loaded CI machine's pauses (two test workers compiling
     # beside these processes), far below the run's own timeouts.
-    procs = start_two(work, [*args, *TWO], 20)
+    procs = start_two(work, [*args, *TWO], 20, paused=True)
     deadline = time.monotonic() + TIMEOUT
     while not (journal.exists() and len(journal.read_text().splitlines()) >= 2):
         if time.monotonic() > deadline or procs[0].poll() is not None:
@@ -192,7 +221,7 @@ def test_a_lost_process_stops_the_run_and_resume_completes_it(work, reference):
             (_, _, err0), (_, _, err1) = finish(procs)
             pytest.fail(f"no record journaled:\n{err0[-1500:]}\n--\n{err1[-1500:]}")
         time.sleep(0.05)
-    procs[1].send_signal(signal.SIGKILL)  # after the first call: one call is left
+    procs[1].send_signal(signal.SIGKILL)  # paused after the first call: one call is left
     t0 = time.monotonic()
     (rc0, _, err0), _ = finish(procs, timeout=120)
     assert rc0 == 3, err0[-2000:]

@@ -13,7 +13,16 @@ Modules: `construct` (ants), `iteration` (one colony iteration), `problem` and `
 problem, on the host), `core`, `host`.
 """
 
-from jaxsched.colony.core import ColonyState, Solution, init, run, solution, solve, step
+from jaxsched.colony.core import (
+    ColonyState,
+    Solution,
+    default_config,
+    init,
+    run,
+    solution,
+    solve,
+    step,
+)
 from jaxsched.colony.host import Result, schedule
 from jaxsched.colony.params import ColonyConfig, ColonyParams, default_params
 from jaxsched.colony.problem import ColonyProblem, problem
@@ -25,6 +34,7 @@ __all__ = [
     "ColonyState",
     "Result",
     "Solution",
+    "default_config",
     "default_params",
     "init",
     "problem",

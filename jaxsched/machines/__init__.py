@@ -1,9 +1,8 @@
 """Machine models: issue width, register files, occupancy tables."""
 
-from jaxsched.machines.model import PRESETS, Machine, RegisterFile, generic, get_machine, gfx906
+from jaxsched.machines.model import Machine, RegisterFile, generic, get_machine, gfx906
 
 __all__ = [
-    "PRESETS",
     "Machine",
     "RegisterFile",
     "generic",
