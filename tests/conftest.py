@@ -49,6 +49,13 @@ def _bounded_memory_maps():
     relieve_map_pressure()
 
 
+@pytest.fixture
+def no_store(monkeypatch):
+    """No executable store in this test (``pytestmark = pytest.mark.usefixtures("no_store")``
+    for a whole file): what a user who turned it off gets."""
+    monkeypatch.setenv("JAXSCHED_CACHE_DIR", "off")
+
+
 @pytest.fixture(scope="session")
 def gfx906_machine() -> Machine:
     """The paper's GPU model (issue width 1, VGPR and SGPR files)."""

@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import peaks_of, random_topological_order
 
 from jaxsched.heuristics import length_lower_bound, order_peak_rp, rp_lower_bound
 from jaxsched.heuristics.bounds import (
@@ -26,20 +27,6 @@ from jaxsched.verify import verify, verify_order
 
 MACHINE = gfx906()
 WIDE = generic(issue_width=2)
-
-
-def random_topological_order(region: Region, rng: np.random.Generator) -> np.ndarray:
-    indeg = [len(p) for p in region.predecessors()]
-    ready = [i for i in range(len(region)) if indeg[i] == 0]
-    out = []
-    while ready:
-        i = ready.pop(int(rng.integers(len(ready))))
-        out.append(i)
-        for j, _ in region.successors()[i]:
-            indeg[j] -= 1
-            if indeg[j] == 0:
-                ready.append(j)
-    return np.array(out)
 
 
 @partial(jax.jit, static_argnames=("issue_width",))
@@ -61,10 +48,6 @@ def _issue(dev, orders, *, issue_width):
 @pytest.fixture(scope="module")
 def regions() -> list[Region]:
     return generate_regions(23, 160, 2, 512)
-
-
-def peaks_of(report, machine) -> list[int]:
-    return [report.peak_rp[f] for f in machine.file_names]
 
 
 # ------------------------------------------------------------------------------ host == JAX

@@ -13,9 +13,7 @@ from jaxsched.cli.main import main
 FAST = ["--ants", "64", "--wavefront", "32", "--iterations", "4", "--quiet"]
 
 
-@pytest.fixture(autouse=True)
-def _no_disk_cache(monkeypatch):
-    monkeypatch.setenv("JAXSCHED_CACHE_DIR", "off")
+pytestmark = pytest.mark.usefixtures("no_store")
 
 
 @pytest.fixture(scope="module")

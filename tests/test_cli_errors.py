@@ -18,9 +18,7 @@ HAND = (DATA / "hand_written.mir").read_text()
 needs_llc = pytest.mark.skipif(find_llc() is None, reason="llc (LLVM 14+) is not installed")
 
 
-@pytest.fixture(autouse=True)
-def _no_disk_cache(monkeypatch):
-    monkeypatch.setenv("JAXSCHED_CACHE_DIR", "off")
+pytestmark = pytest.mark.usefixtures("no_store")
 
 
 def _err(capsys) -> str:

@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from conftest import shuffled
+from helpers import stack_trees
 
 import jaxsched
 from jaxsched import colony
@@ -33,10 +34,6 @@ from jaxsched.verify import verify
 MACHINE = generic(registers_per_file=64, max_occupancy=8)
 GFX906 = jaxsched.gfx906()
 CONFIG = colony.ColonyConfig(wavefronts=2, wavefront_size=32, max_iterations=6)
-
-
-def _stack(trees):
-    return jax.tree.map(lambda *xs: jnp.stack(xs), *trees)
 
 
 def _unstack(tree, k):
@@ -89,7 +86,7 @@ def test_vmap_over_params_equals_separate_calls(regions, prob):
     ]
     solve = functools.partial(colony.solve, config=CONFIG)
     key = jax.random.key(4)
-    many = jax.jit(jax.vmap(solve, in_axes=(None, 0, None)))(prob, _stack(settings), key)
+    many = jax.jit(jax.vmap(solve, in_axes=(None, 0, None)))(prob, stack_trees(settings), key)
     for k, params in enumerate(settings):
         one = jax.jit(solve)(prob, params, key)
         chex.assert_trees_all_equal(_unstack(many, k), one)

@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import peaks_of, random_topological_order
 
 from jaxsched.heuristics import HeuristicError, heuristic_schedule, list_schedule, order_peak_rp
 from jaxsched.heuristics.list_scheduler import (
@@ -30,19 +31,6 @@ COMBOS = [("luc", "cp", "nid"), ("cp", "luc", "nid"), ("succ", "cp"), ("nid", "c
 
 
 # ------------------------------------------------------------------------------ helpers
-def random_topological_order(region: Region, rng: np.random.Generator) -> np.ndarray:
-    """A uniformly-chosen-step random topological order."""
-    indeg = [len(p) for p in region.predecessors()]
-    ready = [i for i in range(len(region)) if indeg[i] == 0]
-    out = []
-    while ready:
-        i = ready.pop(int(rng.integers(len(ready))))
-        out.append(i)
-        for j, _ in region.successors()[i]:
-            indeg[j] -= 1
-            if indeg[j] == 0:
-                ready.append(j)
-    return np.array(out)
 
 
 @partial(jax.jit, static_argnames=("issue_width",))
@@ -65,10 +53,6 @@ def stall_and_peak(regions, orders, machine=MACHINE):
         o[b, : len(order)] = order
     cyc, length, peak = jax.device_get(_stall_and_peak(dev, o, issue_width=machine.issue_width))
     return [(cyc[b, : len(r)], int(length[b]), peak[b]) for b, r in enumerate(regions)]
-
-
-def peaks_of(report, machine=MACHINE) -> list[int]:
-    return [report.peak_rp[f] for f in machine.file_names]
 
 
 def check(region, machine, s, latencies):
@@ -238,7 +222,7 @@ def test_stall_schedule_and_order_peak_on_random_orders(many_regions):
         rep = verify(region, MACHINE, cycles, order=order, latencies=True)
         assert rep.order == tuple(order)  # same order, stalls inserted
         assert rep.length == length
-        assert list(peak) == peaks_of(rep)
+        assert list(peak) == peaks_of(rep, MACHINE)
         # In-order issue: each instruction at the earliest cycle the order allows.
         prev = 0
         for k, j in enumerate(order):
@@ -275,7 +259,7 @@ def test_no_retrace_within_bucket():
     for r in regions:
         _, (cycles, _), peak = run(pad_region(r, MACHINE, shape))
         rep = verify(r, MACHINE, np.asarray(cycles)[: len(r)], latencies=True)
-        assert list(np.asarray(peak)) == peaks_of(rep)
+        assert list(np.asarray(peak)) == peaks_of(rep, MACHINE)
     chex.clear_trace_counter()
 
 

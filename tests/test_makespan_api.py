@@ -9,13 +9,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import check_chain_state, stack_trees
 from makespan_reference import verified_makespan
 
 import jaxsched.makespan as ms
 from jaxsched.makespan import (
     SM,
-    AnnealParams,
-    ChainState,
     MakespanError,
     init,
     make_params,
@@ -44,20 +43,6 @@ def problem():
     return norm, tab, init(tab, jnp.asarray(strings))
 
 
-def _check_state(norm, state: ChainState) -> None:
-    """Every chain's best and current strings decode (independently) to the recorded makespans."""
-    best = np.asarray(state.best_string)
-    cur = np.asarray(state.current.string)
-    for b in range(best.shape[1]):
-        assert verified_makespan(norm, best[:, b]) == int(state.best_makespan[b])
-        assert verified_makespan(norm, cur[:, b]) == int(state.current.makespan[b])
-    assert np.all(state.best_makespan >= state.current.makespan)
-
-
-def _stack(*params: AnnealParams) -> AnnealParams:
-    return jax.tree.map(lambda *x: jnp.stack(x), *params)
-
-
 def test_no_retrace_when_params_steps_key_or_kernel_change(problem):
     norm, tab, state = problem
     traced = jax.jit(chex.assert_max_traces(run, n=1))
@@ -71,7 +56,7 @@ def test_no_retrace_when_params_steps_key_or_kernel_change(problem):
     one_step = jax.jit(chex.assert_max_traces(step, n=1))
     one_step(key, state, tab, make_params(50))
     one_step(jax.random.key(5), out, tab2, params2)
-    _check_state(norm, out)
+    check_chain_state(norm, out)
 
 
 def test_jit_matches_eager(problem):
@@ -82,7 +67,7 @@ def test_jit_matches_eager(problem):
     chex.assert_trees_all_equal(RUN(key, state, tab, params, 4), eager)
     chex.assert_trees_all_equal(STEP(key, state, tab, params), eager_step)
     assert int(eager.iteration) == 4
-    _check_state(norm, eager)
+    check_chain_state(norm, eager)
 
 
 def test_vmap_over_stacked_params_equals_separate_calls(problem):
@@ -94,12 +79,12 @@ def test_vmap_over_stacked_params_equals_separate_calls(problem):
         make_params(2 * STEPS, t0=0.0, moves=(0.0, 0.5, 0.5)),
     ]
     batched = jax.jit(jax.vmap(run, in_axes=(None, None, None, 0, None)))(
-        key, state, tab, _stack(*settings), STEPS
+        key, state, tab, stack_trees(settings), STEPS
     )
     separate = [RUN(key, state, tab, p, STEPS) for p in settings]
-    chex.assert_trees_all_equal(batched, _stack(*separate))
+    chex.assert_trees_all_equal(batched, stack_trees(separate))
     for s in separate:
-        _check_state(norm, s)
+        check_chain_state(norm, s)
     # The settings matter (the test could fail if params were ignored).
     strings = [np.asarray(s.current.string) for s in separate]
     assert not np.array_equal(strings[0], strings[1])
@@ -114,12 +99,12 @@ def test_vmap_over_keys_states_and_tables_equals_separate_calls(problem):
     keys = jax.random.split(jax.random.key(8), 2)
     params = make_params(STEPS, t0=0.5)
     batched = jax.jit(jax.vmap(run, in_axes=(0, 0, 0, None, None)))(
-        keys, _stack(state, state2), _stack(tab, tab2), params, STEPS
+        keys, stack_trees([state, state2]), stack_trees([tab, tab2]), params, STEPS
     )
     separate = [RUN(keys[0], state, tab, params, STEPS), RUN(keys[1], state2, tab2, params, STEPS)]
-    chex.assert_trees_all_equal(batched, _stack(*separate))
-    _check_state(norm, separate[0])
-    _check_state(norm2, separate[1])
+    chex.assert_trees_all_equal(batched, stack_trees(separate))
+    check_chain_state(norm, separate[0])
+    check_chain_state(norm2, separate[1])
 
 
 def test_user_scan_over_step_equals_run(problem):
@@ -141,7 +126,7 @@ def test_user_scan_over_step_equals_run(problem):
     # Split runs continue the same key stream.
     half = RUN(key, state, tab, params, STEPS // 2)
     chex.assert_trees_all_equal(RUN(key, half, tab, params, STEPS - STEPS // 2), scanned)
-    _check_state(norm, scanned)
+    check_chain_state(norm, scanned)
 
 
 def test_deterministic_per_key(problem):

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from cuda_lowering import TRITON_CALL, lower_for_cuda
-from makespan_reference import verified_makespan
+from helpers import check_chain_state
 
 import jaxsched.makespan as ms
 from jaxsched import fused
@@ -57,14 +57,6 @@ def _assert_same(ref, out) -> None:
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=name)
 
 
-def _check_state(norm, state) -> None:
-    """The fused bests and currents decode (independently) to the recorded makespans."""
-    best, cur = np.asarray(state.best_string), np.asarray(state.current.string)
-    for c in range(best.shape[1]):
-        assert verified_makespan(norm, best[:, c]) == int(state.best_makespan[c])
-        assert verified_makespan(norm, cur[:, c]) == int(state.current.makespan[c])
-
-
 @pytest.mark.parametrize(
     ("n_instr", "warps", "chains", "instances"),
     [
@@ -87,7 +79,7 @@ def test_fused_equals_lax_on_random_instances(n_instr, warps, chains, instances)
         ref = RUN(key, state, tab, params, jnp.int32(steps))
         out = FUSED(key, state, tab, params, jnp.int32(steps))
         _assert_same(ref, out)
-        _check_state(norm, out)
+        check_chain_state(norm, out)
 
 
 def test_fused_equals_lax_on_tight_capacities_and_resumed_runs():
@@ -102,7 +94,7 @@ def test_fused_equals_lax_on_tight_capacities_and_resumed_runs():
     half = FUSED(key, state, tab, params, jnp.int32(13))
     out = FUSED(key, half, tab, params, jnp.int32(17))
     _assert_same(ref, out)
-    _check_state(norm, out)
+    check_chain_state(norm, out)
     assert int(np.asarray(ref.best_makespan).max()) > 64  # past the first two words
     changed = np.asarray(ref.best_string) != np.asarray(state.best_string)
     assert changed.any() and (np.asarray(ref.best_makespan) > np.asarray(state.best_makespan)).any()
@@ -126,7 +118,7 @@ def test_no_retrace_when_params_steps_key_or_kernel_change():
     traced = jax.jit(chex.assert_max_traces(lambda *a: run_fused(*a, interpret=True), n=1))
     chex.clear_trace_counter()
     out = traced(jax.random.key(1), state, tab, make_params(50), jnp.int32(5))
-    _check_state(norm, out)
+    check_chain_state(norm, out)
     _, tab2, _ = _instance(rng, 6, 4, 8)
     params2 = make_params(80, t0=1.5, moves=(0.0, 1.0, 3.0))
     out = traced(jax.random.key(2), out, tab2, params2, jnp.int32(9))

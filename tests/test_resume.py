@@ -26,9 +26,7 @@ from jaxsched.problem.generate import generate_regions
 FAST = ["--ants", "64", "--wavefront", "32", "--iterations", "4", "--max-batch", "1", "--quiet"]
 
 
-@pytest.fixture(autouse=True)
-def _no_disk_cache(monkeypatch):
-    monkeypatch.setenv("JAXSCHED_CACHE_DIR", "off")
+pytestmark = pytest.mark.usefixtures("no_store")
 
 
 @pytest.fixture(scope="module")
