@@ -24,7 +24,6 @@ if os.path.isabs(os.environ["JAXSCHED_TEST_CACHE_DIR"]):
 
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from jaxsched.compilation import relieve_map_pressure
@@ -72,29 +71,3 @@ def small_region() -> Region:
 def kernel_regions() -> list[Region]:
     """``examples/kernel.jsonl``: 40 generated regions of 8..300 instructions."""
     return load_regions(EXAMPLES / "kernel.jsonl")
-
-
-def shuffled(region: Region, rng: np.random.Generator) -> Region:
-    """The region with its instructions renumbered in a random topological order."""
-    n = len(region)
-    left = [len(p) for p in region.predecessors()]
-    ready = [i for i in range(n) if left[i] == 0]
-    order = []
-    while ready:
-        j = ready.pop(int(rng.integers(len(ready))))
-        order.append(j)
-        for k, _ in region.successors()[j]:
-            left[k] -= 1
-            if left[k] == 0:
-                ready.append(k)
-    new = {old: i for i, old in enumerate(order)}
-    edges = [(new[e.src], new[e.dst], e.latency, e.kind) for e in region.edges]
-    return Region.build(
-        region.name,
-        [region.instructions[j] for j in order],
-        region.registers,
-        edges,
-        region.live_in,
-        region.live_out,
-        region.live_through,
-    )

@@ -43,3 +43,19 @@ def check_chain_state(norm, state) -> None:
         assert verified_makespan(norm, best[:, c]) == int(state.best_makespan[c])
         assert verified_makespan(norm, cur[:, c]) == int(state.current.makespan[c])
     assert np.all(state.best_makespan >= state.current.makespan)
+
+
+def shuffled(region: Region, rng: np.random.Generator) -> Region:
+    """The region with its instructions renumbered in a random topological order."""
+    order = [int(i) for i in random_topological_order(region, rng)]
+    new = {old: i for i, old in enumerate(order)}
+    edges = [(new[e.src], new[e.dst], e.latency, e.kind) for e in region.edges]
+    return Region.build(
+        region.name,
+        [region.instructions[j] for j in order],
+        region.registers,
+        edges,
+        region.live_in,
+        region.live_out,
+        region.live_through,
+    )

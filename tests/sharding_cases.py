@@ -17,7 +17,7 @@ os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 
 import jax
 import numpy as np
-from conftest import shuffled
+from helpers import shuffled
 
 import jaxsched
 from jaxsched.compilation import COMPILED

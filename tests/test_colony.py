@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import shuffled
+from helpers import shuffled
 
 import jaxsched
 from jaxsched import colony
