@@ -161,7 +161,7 @@ def test_no_recompilation_within_a_bucket():
     solve = jax.jit(colony.solve, static_argnames="config")
     for k, r in enumerate(regs):
         prob = colony.problem([r], MACHINE)
-        sol = jax.device_get(cache(solve, {"config": config}, prob, params, jax.random.key(k)))
+        sol = jax.device_get(cache(solve, {"config": config}, jax.random.key(k), prob, params))
         verify(r, MACHINE, sol.cycles[0, : len(r)], order=sol.order[0, : len(r)])
         if k == 0:
             first = cache.compilations + cache.loads

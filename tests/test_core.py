@@ -11,8 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import shuffled
-from helpers import stack_trees
+from helpers import shuffled, stack_trees
 
 import jaxsched
 from jaxsched import colony
@@ -74,7 +73,7 @@ def solve_jit():
 
 def test_solve_schedules_are_verified(regions, prob, solve_jit):
     params = colony.default_params(cycle_threshold=-1.0)
-    sol = solve_jit(prob, params, jax.random.key(0))
+    sol = solve_jit(jax.random.key(0), prob, params)
     _check_solution(regions, sol)
     assert (np.asarray(sol.iterations) > 0).any(axis=0).all()  # both passes ran somewhere
 
@@ -86,9 +85,9 @@ def test_vmap_over_params_equals_separate_calls(regions, prob):
     ]
     solve = functools.partial(colony.solve, config=CONFIG)
     key = jax.random.key(4)
-    many = jax.jit(jax.vmap(solve, in_axes=(None, 0, None)))(prob, stack_trees(settings), key)
+    many = jax.jit(jax.vmap(solve, in_axes=(None, None, 0)))(key, prob, stack_trees(settings))
     for k, params in enumerate(settings):
-        one = jax.jit(solve)(prob, params, key)
+        one = jax.jit(solve)(key, prob, params)
         chex.assert_trees_all_equal(_unstack(many, k), one)
         _check_solution(regions, one)
     # `jaxsched.tune.sweep` is this vmap with a summary: the same solutions, its sums, its best,
@@ -107,15 +106,15 @@ def test_vmap_over_params_equals_separate_calls(regions, prob):
 def test_no_retracing_across_regions_and_params(regions):
     @jax.jit
     @chex.assert_max_traces(n=1)
-    def solve(problem, params, key):
-        return colony.solve(problem, params, key, config=CONFIG)
+    def solve(key, problem, params):
+        return colony.solve(key, problem, params, config=CONFIG)
 
     chex.clear_trace_counter()
     first = colony.problem(regions[:1], MACHINE)
     for k, region in enumerate(regions):
         p = colony.problem([region], MACHINE)
         chex.assert_trees_all_equal_shapes(p, first)  # one canonical shape per bucket
-        sol = solve(p, colony.default_params(decay=0.5 + 0.1 * k), jax.random.key(k))
+        sol = solve(jax.random.key(k), p, colony.default_params(decay=0.5 + 0.1 * k))
         _check_solution([region], sol)
 
 
@@ -124,11 +123,11 @@ def test_user_driven_loop_equals_solve(regions, prob):
     `lax.scan`, solution."""
     params = colony.default_params(cycle_threshold=-1.0)
     key = jax.random.key(9)
-    expected = colony.solve(prob, params, key, config=CONFIG)
+    expected = colony.solve(key, prob, params, config=CONFIG)
 
     @jax.jit
     def run(problem, params, key):
-        state = colony.init(problem, params, key, config=CONFIG)
+        state = colony.init(key, problem, params, config=CONFIG)
 
         def body(s, _):
             return colony.step(s, problem, params, config=CONFIG), s.phase
@@ -146,15 +145,15 @@ def test_user_driven_loop_equals_solve(regions, prob):
 def test_jit_and_eager_agree(regions, prob):
     params = colony.default_params(cycle_threshold=-1.0)
     key = jax.random.key(2)
-    eager = colony.solve(prob, params, key, config=CONFIG)
-    jitted = jax.jit(functools.partial(colony.solve, config=CONFIG))(prob, params, key)
+    eager = colony.solve(key, prob, params, config=CONFIG)
+    jitted = jax.jit(functools.partial(colony.solve, config=CONFIG))(key, prob, params)
     chex.assert_trees_all_equal(eager, jitted)
 
 
 def test_partial_loop_gives_valid_schedules(regions, prob):
     """`solution` of a state still in its passes is a valid (best-so-far) result."""
     params = colony.default_params(cycle_threshold=-1.0)
-    state = colony.init(prob, params, jax.random.key(1), config=CONFIG)
+    state = colony.init(jax.random.key(1), prob, params, config=CONFIG)
     state = colony.step(state, prob, params, config=CONFIG)
     _check_solution(regions, colony.solution(state, prob, params))
 
@@ -165,7 +164,7 @@ def test_schedule_is_a_shell_over_solve(regions, prob):
         regions, MACHINE, seed=7, config=CONFIG, filters=False, starts=("input",)
     )
     params = colony.default_params(cycle_threshold=-1.0, occ_gain=0.0)
-    sol = jax.device_get(colony.solve(prob, params, jax.random.key(7), config=CONFIG))
+    sol = jax.device_get(colony.solve(jax.random.key(7), prob, params, config=CONFIG))
     for b, (region, r) in enumerate(zip(regions, res, strict=True)):
         assert r.order == tuple(int(x) for x in sol.order[b, : len(region)])
         assert r.source == SOURCES[int(sol.source[b])]

@@ -191,10 +191,10 @@ def test_solve_with_the_kernel_lowers_for_cuda(dtype):
         pheromone_dtype=dtype,
     )
     text = lower_for_cuda(
-        lambda p, q, k: colony.solve(p, q, k, config=config),
+        lambda k, p, q: colony.solve(k, p, q, config=config),
+        jax.random.key(0),
         prob,
         default_params(),
-        jax.random.key(0),
     )
     assert text.count(TRITON_CALL) == 1
 

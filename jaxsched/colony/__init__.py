@@ -3,10 +3,10 @@
 Device core (pure functions over pytrees; `jit`, `vmap`, `scan` them):
   * `problem(regions, machine)` -> `ColonyProblem` (prepared on the host: padding, starts
     and bounds, nothing compiled);
-  * `init(problem, params, key)` -> `ColonyState`; `step(state, problem, params)` one iteration
+  * `init(key, problem, params)` -> `ColonyState`; `step(state, problem, params)` one iteration
     of every region's current pass; `solution(state, problem, params)` -> `Solution`;
   * `run(state, problem, params, k)` up to k steps;
-  * `solve(problem, params, key)` = init, step until done, solution.
+  * `solve(key, problem, params)` = init, step until done, solution.
 
 Host shell: `schedule(regions, machine, seed=...)` -> one `Result` per region.
 Modules: `construct` (ants), `iteration` (one colony iteration), `problem` and `derive` (the

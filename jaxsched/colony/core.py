@@ -215,9 +215,9 @@ def _advance(
 
 
 def init(
+    key: jax.Array,
     problem: ColonyProblem,
     params: ColonyParams,
-    key: jax.Array,
     *,
     config: ColonyConfig | None = None,
 ) -> ColonyState:
@@ -384,19 +384,19 @@ def solution(state: ColonyState, problem: ColonyProblem, params: ColonyParams) -
 
 
 def solve(
+    key: jax.Array,
     problem: ColonyProblem,
     params: ColonyParams,
-    key: jax.Array,
     *,
     config: ColonyConfig | None = None,
 ) -> Solution:
     """Both passes for every region of ``problem``, entirely on device.
 
     ``jax.jit(solve, static_argnames="config")`` compiles once per bucket shape, batch size and
-    config; ``jax.vmap(solve, in_axes=(None, 0, None))`` runs stacked parameter settings.
+    config; ``jax.vmap(solve, in_axes=(None, None, 0))`` runs stacked parameter settings.
     """
     config = config or default_config()
-    state = init(problem, params, key, config=config)
+    state = init(key, problem, params, config=config)
     # Each pass stops at the iteration cap, so this many steps finish every region.
     state = run(state, problem, params, jnp.int32(2 * config.max_iterations + 2), config=config)
     return solution(state, problem, params)

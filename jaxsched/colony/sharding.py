@@ -161,7 +161,7 @@ def _init(prob, params, key_data, *, config: ColonyConfig, mesh: Mesh, impl: str
     """(initial state, int32[]: 1 when every pass of every region is skipped)."""
 
     def fn(p, par, kd):
-        s = init(p, par, jax.random.wrap_key_data(kd, impl=impl), config=config)
+        s = init(jax.random.wrap_key_data(kd, impl=impl), p, par, config=config)
         return s, _all_done(s)
 
     config = _split_ants(config, mesh)

@@ -68,7 +68,7 @@ def tune_problem(
 ) -> TuneProblem:
     """The tuning context of ``prob``'s regions: `core.init` with ``params`` (constant
     afterwards: the pheromone does not follow later parameter changes)."""
-    ctx = init(prob, params, key, config=config).current
+    ctx = init(key, prob, params, config=config).current
     n = prob.prep.n.astype(jnp.float32)
     lat = prob.prep.succ_lat.max(axis=(1, 2)).astype(jnp.float32)
     return TuneProblem(prob, ctx, n * (1.0 + lat) + 1.0)

@@ -207,7 +207,7 @@ class Sweep(NamedTuple):
 
 @partial(jax.jit, static_argnames="config")
 def _solve_settings(problem, stacked, key, config):
-    return jax.vmap(lambda p: solve(problem, p, key, config=config))(stacked)
+    return jax.vmap(lambda p: solve(key, problem, p, config=config))(stacked)
 
 
 def sweep(
