@@ -46,7 +46,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-
+import harness  # noqa: E402
 from colony_baseline import CBaseline, build  # noqa: E402
 
 from jaxsched.colony import construct, native  # noqa: E402
@@ -155,14 +155,6 @@ def check_ants(
 
 
 # ---------------------------------------------------------------------------------- throughput
-def _median_time(fn, repeats: int, *args, **kwargs) -> tuple[float, object]:
-    """Median wall seconds of ``fn(*args, **kwargs)`` over ``repeats`` runs, and its output."""
-    times, out = [], None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = fn(*args, **kwargs)
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), out
 
 
 def _construct(prep, inp, params, key, steps, uniform, *, wavefronts: int):
@@ -275,7 +267,7 @@ def throughput_cells(
             partial(_run_jax, compiled, args),
         )
         jres = tuple(np.asarray(x) for x in jres)
-        c_stop_s, _ = _median_time(call, repeats, stop_dead=True)
+        c_stop_s, _ = harness.median_time(partial(call, stop_dead=True), repeats)
         for name, a, b in zip(construct.AntResults._fields, jres, nres, strict=True):
             if not (np.asarray(a) == np.asarray(b)).all():
                 raise BenchmarkError(f"native {name} differs from lax (n={n}, {A} ants)")
@@ -494,9 +486,8 @@ def _geomean(xs: list[float]) -> float:
     return math.exp(statistics.mean(math.log(x) for x in xs))
 
 
-def write_report(path: Path, data: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.with_suffix(".json").write_text(json.dumps(data, indent=1))
+def markdown(data: dict) -> str:
+    """The report's Markdown."""
     m = data["meta"]
     lines = [
         "# Colony construction: jaxsched (lax, native) vs a sequential C baseline",
@@ -632,7 +623,7 @@ def write_report(path: Path, data: dict) -> None:
                 )
     elif data.get("corpus_skipped"):
         lines += ["", f"Corpus mode skipped: {data['corpus_skipped']}"]
-    path.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
 
 
 # ---------------------------------------------------------------------------------- main
@@ -675,7 +666,7 @@ def rewrite(path: Path) -> None:
     """Re-render the Markdown report from its JSON (after editing the notes)."""
     data = json.loads(path.with_suffix(".json").read_text())
     data["notes"] = NOTES
-    write_report(path, data)
+    harness.write_report_at(path, data, markdown(data))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -812,7 +803,7 @@ def main(argv: list[str] | None = None) -> int:
             print("corpus", json.dumps({k: c[k] for k in ("batched", "one_at_a_time")}), flush=True)
             print("quality", json.dumps(c["quality_batched"]), flush=True)
     data["meta"]["total_s"] = time.perf_counter() - t_start
-    write_report(Path(a.out), data)
+    harness.write_report_at(Path(a.out), data, markdown(data))
     print(f"wrote {a.out}.md/.json in {data['meta']['total_s']:.0f} s")
     return 0
 

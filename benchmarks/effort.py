@@ -28,6 +28,9 @@ import jaxsched
 from jaxsched.compilation import COMPILED
 from jaxsched.heuristics.bounds import length_lower_bound_at
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness
+
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data" / "real-train.jsonl.gz"
 REPORTS = ROOT / "benchmarks" / "reports"
@@ -134,9 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     report["from"] = str(
         args.source.relative_to(ROOT) if args.source.is_absolute() else args.source
     )
-    REPORTS.mkdir(parents=True, exist_ok=True)
-    (REPORTS / f"{args.name}.json").write_text(json.dumps(report, indent=1) + "\n")
-    (REPORTS / f"{args.name}.md").write_text(markdown(report))
+    harness.write_report(args.name, report, markdown(report))
     print(markdown(report))
     return 0
 

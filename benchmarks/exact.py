@@ -27,6 +27,9 @@ from jaxsched.problem.generate import generate_region
 from jaxsched.problem.padded import bucket_size
 from jaxsched.verify import verify, verify_order
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
@@ -152,10 +155,6 @@ def main(argv: list[str] | None = None) -> int:
         "colony": hasattr(jaxsched, "schedule"),
     }
     out = Path(a.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(
-        json.dumps({"meta": meta, "summary": summary, "rows": rows}, indent=1)
-    )
     lines = [
         "# Exact search: regions solved to proven optimality (two passes)",
         "",
@@ -180,7 +179,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{f('time_ratio_cpsat_over_exact', '{:.1f}x')} | "
             f"{f('colony_mean_length_gap', '{:.1%}')} |"
         )
-    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    data = {"meta": meta, "summary": summary, "rows": rows}
+    harness.write_report_at(out, data, "\n".join(lines))
     print("\n".join(lines))
     return 0
 

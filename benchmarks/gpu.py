@@ -33,7 +33,6 @@ import argparse
 import json
 import os
 import platform
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -47,7 +46,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-
+import harness  # noqa: E402
 from colony import make_instance  # noqa: E402
 from makespan import INSTANCES, SM_BENCH  # noqa: E402
 
@@ -63,15 +62,6 @@ WAVEFRONT = 64
 def _fused_name() -> str:
     """The fused construction that runs here: the kernel on CUDA, else interpreted."""
     return "pallas" if fused_modes.gpu_platform() == "cuda" else "interpret"
-
-
-def _median(fn, repeats: int) -> tuple[float, object]:
-    times, out = [], None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = jax.block_until_ready(fn())
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), out
 
 
 def _comparison(fused: str, compile_s: dict, secs: dict, work: int, unit: str, same) -> dict:
@@ -113,7 +103,7 @@ def construction_cell(n: int, ants: int, seed: int, repeats: int) -> list[dict]:
         for name, exe in compiled.items():
             run = partial(exe, *args, uniform_exploration=uniform)
             jax.block_until_ready(run())  # warm-up run
-            secs[name], res = _median(run, repeats)
+            secs[name], res = harness.median_time(run, repeats)
             out[name] = jax.device_get(res)
         same = np.ones(waves * WAVEFRONT, bool)
         for field in construct.AntResults._fields:
@@ -152,7 +142,7 @@ def annealing_cell(chains: int, steps: int, seed: int, repeats: int) -> dict:
         exe = jax.jit(fn).lower(*args).compile()
         compile_s[name] = time.perf_counter() - t0
         jax.block_until_ready(exe(*args))  # warm-up run
-        secs[name], res = _median(partial(exe, *args), repeats)
+        secs[name], res = harness.median_time(partial(exe, *args), repeats)
         out[name] = jax.device_get(res)
     same = np.ones(chains, bool)
     for a, b in zip(jax.tree.leaves(out["lax"]), jax.tree.leaves(out["fused"]), strict=True):
@@ -260,9 +250,8 @@ def _rate(x: float) -> str:
     return f"{x / 1e9:.2f} G" if x >= 1e9 else f"{x / 1e6:.2f} M" if x >= 1e5 else f"{x:.0f}"
 
 
-def write_report(path: Path, data: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.with_suffix(".json").write_text(json.dumps(data, indent=1))
+def markdown(data: dict) -> str:
+    """The report's Markdown."""
     m = data["meta"]
     gpu = m["fused"] == "pallas"
     lines = [
@@ -324,7 +313,7 @@ def write_report(path: Path, data: dict) -> None:
                     f"{r['regions_per_s']:.1f} | {r['regions_per_s_without_compile']:.1f} |"
                 )
     lines += _annealing_lines(data["annealing"])
-    path.with_suffix(".md").write_text("\n".join(lines))
+    return "\n".join(lines) + "\n"
 
 
 def _annealing_lines(a: dict) -> list[str]:
@@ -420,7 +409,7 @@ def main(argv: list[str] | None = None) -> int:
     data["annealing"]["meta"]["total_s"] = time.perf_counter() - t0
     if a.only is None:
         data["meta"]["total_s"] = time.perf_counter() - t0
-    write_report(out, data)
+    harness.write_report_at(out, data, markdown(data))
     print(f"wrote {out}.md/.json in {time.perf_counter() - t0:.0f} s")
     return 0
 

@@ -45,11 +45,14 @@ def environment(**extra: Any) -> dict:
 
 
 def median_time(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
-    """(median wall seconds of ``repeats`` calls of ``fn``, the last call's result)."""
+    """(median wall seconds of ``repeats`` calls of ``fn``, each until its JAX arrays are
+    ready, the last call's result)."""
+    import jax
+
     times, out = [], None
     for _ in range(max(1, repeats)):
         t0 = time.perf_counter()
-        out = fn()
+        out = jax.block_until_ready(fn())
         times.append(time.perf_counter() - t0)
     return statistics.median(times), out
 
@@ -105,13 +108,22 @@ def run_cli(args: list[str], env: dict[str, str] | None = None, cwd: Path = ROOT
     return out
 
 
-def write_report(name: str, data: dict, markdown: str) -> tuple[Path, Path]:
-    """Write ``benchmarks/reports/NAME.md`` and ``NAME.json``; their paths."""
-    REPORTS.mkdir(exist_ok=True)
-    md, js = REPORTS / f"{name}.md", REPORTS / f"{name}.json"
+def write_report(
+    name: str, data: dict, markdown: str, directory: Path = REPORTS
+) -> tuple[Path, Path]:
+    """Write ``DIRECTORY/NAME.md`` and ``NAME.json`` (``benchmarks/reports`` by default);
+    their paths."""
+    directory.mkdir(parents=True, exist_ok=True)
+    md, js = directory / f"{name}.md", directory / f"{name}.json"
     md.write_text(markdown.rstrip() + "\n")
     js.write_text(json.dumps(data, indent=1, sort_keys=True, default=str) + "\n")
     return md, js
+
+
+def write_report_at(prefix: Path, data: dict, markdown: str) -> tuple[Path, Path]:
+    """`write_report` to ``PREFIX.md`` and ``PREFIX.json`` (a benchmark's ``--out``)."""
+    prefix = Path(prefix)
+    return write_report(prefix.with_suffix("").name, data, markdown, prefix.parent)
 
 
 def table(header: list[str], rows: list[list[Any]]) -> str:

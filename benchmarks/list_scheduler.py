@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import statistics
+import sys
 import time
 from functools import partial
 from pathlib import Path
@@ -31,6 +31,9 @@ from jaxsched.problem.padded import common_shape, pad_region, stack
 from jaxsched.verify import verify
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import harness  # noqa: E402
+
 MODES = {"rp": (False, ("luc", "cp", "nid")), "ilp": (True, ("cp", "luc", "nid"))}
 
 
@@ -42,15 +45,6 @@ def _batched(dev, lut, codes, *, latencies):
 @partial(jax.jit, static_argnames=("latencies",))
 def _single(dev, lut, codes, *, latencies):
     return list_schedule(dev, lut, priority=codes, latencies=latencies)
-
-
-def _median_time(fn, reps: int) -> float:
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn())
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def _bench_bucket(bucket: int, count: int, reps: int, machine) -> list[dict]:
@@ -82,11 +76,13 @@ def _bench_bucket(bucket: int, count: int, reps: int, machine) -> list[dict]:
         one = jax.device_get(_single(singles[0], lut, codes, latencies=latencies))
         assert np.array_equal(one.order, out.order[0])
 
-        run_b = _median_time(partial(_batched, dev, lut, codes, latencies=latencies), reps)
-        run_s = _median_time(
+        run_b = harness.median_time(partial(_batched, dev, lut, codes, latencies=latencies), reps)[
+            0
+        ]
+        run_s = harness.median_time(
             lambda c=codes, lat=latencies: [_single(d, lut, c, latencies=lat) for d in singles],
             reps,
-        )
+        )[0]
         rows.append(
             {
                 "bucket": bucket,

@@ -14,7 +14,6 @@ any JIT compilation, the second is the warm run time. Writes
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -35,6 +34,9 @@ from jaxsched.io.mir import (
 )
 from jaxsched.machines.model import get_machine
 from jaxsched.verify import verify
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness
 
 SCHEDULER = "jaxsched.colony.schedule"
 ROOT = Path(__file__).resolve().parent.parent
@@ -222,11 +224,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{a_['sgprs']}/{b_['sgprs']} | {a_['occupancy']}/{b_['occupancy']} | "
                 f"{a_['spills']}/{b_['spills']} | {a_['code_size']}/{b_['code_size']} |"
             )
-    REPORTS.mkdir(parents=True, exist_ok=True)
-    (REPORTS / "llvm_corpus.md").write_text("\n".join(lines) + "\n")
-    (REPORTS / "llvm_corpus.json").write_text(
-        json.dumps({"totals": tot, "files": results}, indent=1) + "\n"
-    )
+    harness.write_report("llvm_corpus", {"totals": tot, "files": results}, "\n".join(lines))
     print("\n".join(lines))
     return 0
 

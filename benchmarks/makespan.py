@@ -19,6 +19,7 @@ import json
 import platform
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -27,6 +28,9 @@ import numpy as np
 
 from jaxsched.makespan import SM, estimate, normalize
 from jaxsched.makespan.model import lower_bound, round_robin
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness
 
 HERE = Path(__file__).resolve().parent
 C_SOURCE = HERE / "makespan_anneal.c"
@@ -143,8 +147,7 @@ def time_to_best(chains: int, iterations: int, so) -> dict:
 
 
 def write_report(data: dict, out_dir: Path) -> None:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "makespan.json").write_text(json.dumps(data, indent=1))
+    """``OUT_DIR/makespan.{json,md}``."""
     lines = [
         "# Warp makespan annealing: throughput and time-to-best",
         "",
@@ -177,7 +180,7 @@ def write_report(data: dict, out_dir: Path) -> None:
             f"| C | 1 | {c['iterations']} | - | {c['best']} | {c['time_to_best_s']} | "
             f"{c['run_s']} |"
         )
-    (out_dir / "makespan.md").write_text("\n".join(lines) + "\n")
+    harness.write_report("makespan", data, "\n".join(lines), out_dir)
 
 
 def main() -> None:

@@ -44,6 +44,9 @@ from jaxsched.heuristics.bounds import length_lower_bound_at
 from jaxsched.heuristics.list_scheduler import list_schedule_batch
 from jaxsched.problem.split import split_by_source
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness
+
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data" / "real-train.jsonl.gz"
 REPORTS = ROOT / "benchmarks" / "reports"
@@ -235,10 +238,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def write(report: dict, before: dict | None, name: str) -> int:
     """Write ``benchmarks/reports/NAME.{json,md}`` and print the Markdown."""
-    REPORTS.mkdir(parents=True, exist_ok=True)
-    (REPORTS / f"{name}.json").write_text(json.dumps(report, indent=1))
     text = markdown(report, before)
-    (REPORTS / f"{name}.md").write_text(text)
+    harness.write_report(name, report, text)
     print(text)
     return 0
 

@@ -17,7 +17,6 @@ Writes ``benchmarks/reports/scaling.{md,json}``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -26,11 +25,16 @@ from pathlib import Path
 
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 
+import sys
+
 import jax
 
 import jaxsched
 from jaxsched.compilation import COMPILED
 from jaxsched.problem.generate import generate_regions
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness
 
 HERE = Path(__file__).resolve().parent
 DEVICES = (1, 2, 4, 8)
@@ -124,9 +128,6 @@ def main() -> None:
 
 
 def write(report: dict, name: str) -> None:
-    out = HERE / "reports"
-    out.mkdir(exist_ok=True)
-    (out / f"{name}.json").write_text(json.dumps(report, indent=2) + "\n")
     load = report["load_average"]
     lines = [
         "# Colony scaling over forced CPU devices",
@@ -147,7 +148,7 @@ def write(report: dict, name: str) -> None:
             f"{r['median_run_s']} | {r['cpu_s']} | {r['speedup']}x | {r['compile_s']} | "
             f"{'yes' if r['same_results'] else 'NO'} |"
         )
-    (out / f"{name}.md").write_text("\n".join(lines) + "\n")
+    harness.write_report(name, report, "\n".join(lines))
     print("\n".join(lines))
 
 

@@ -24,6 +24,9 @@ from pathlib import Path
 
 from jaxsched.store import host_cpu
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness
+
 HERE = Path(__file__).resolve().parent
 
 _CHILD = """
@@ -127,10 +130,8 @@ def main() -> None:
     p.add_argument("--name", default="store")
     args = p.parse_args()
     data = measure(args)
-    out = HERE / "reports"
-    (out / f"{args.name}.json").write_text(json.dumps(data, indent=1) + "\n")
     text = report(data, args)
-    (out / f"{args.name}.md").write_text(text)
+    harness.write_report(args.name, data, text)
     print(text)
 
 
