@@ -19,7 +19,7 @@ from test_exact_reference import (
 
 from jaxsched.exact import ExactError, solve_exact, solve_two_pass
 from jaxsched.exact.bounds import optimistic_bound, prefix_bound
-from jaxsched.exact.expand import Nodes, Params, expand, expand_impl, root
+from jaxsched.exact.expand import MachineConstants, Nodes, expand, expand_impl, root
 from jaxsched.exact.tables import build_tables
 from jaxsched.machines.model import generic, gfx906
 from jaxsched.problem.generate import generate_region, generate_regions
@@ -206,7 +206,7 @@ def test_same_inputs_same_result() -> None:
 def _batch(region, machine):
     t = build_tables(region, machine)
     nodes = root(t, 8)
-    params = Params(
+    params = MachineConstants(
         issue_width=jnp.int32(machine.issue_width),
         rp_limit=jnp.full(machine.num_files, 1 << 20, jnp.int32),
         lut=jnp.asarray(machine.occupancy_lut),

@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsched.exact.expand import Nodes, Params, expand
+from jaxsched.exact.expand import MachineConstants, Nodes, expand
 from jaxsched.exact.search import ExactError
 from jaxsched.exact.tables import NEG, build_tables, live_after, rp_limit
 from jaxsched.machines.model import Machine
@@ -128,7 +128,7 @@ def _children_min(region, machine, tables, parent_prefix, objective, rp_target, 
     w = machine.issue_width if objective == "length" else 1
     nodes = _replay(region, machine, parent_prefix, w, tables)
     limit = rp_limit(machine, rp_target if objective == "length" else None)
-    params = Params(
+    params = MachineConstants(
         issue_width=jnp.int32(w),
         rp_limit=jnp.asarray(limit, jnp.int32),
         lut=jnp.asarray(machine.occupancy_lut),

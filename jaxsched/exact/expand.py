@@ -39,8 +39,8 @@ class Nodes(NamedTuple):
     valid: jax.Array  # bool[K]: real node (batch padding False)
 
 
-class Params(NamedTuple):
-    """Tunable arrays (traced, no recompiles)."""
+class MachineConstants(NamedTuple):
+    """The machine's constants as arrays (traced: a new machine does not recompile)."""
 
     issue_width: jax.Array  # int32[]: instructions per cycle (length pass)
     rp_limit: jax.Array  # int32[F]: per-file peak limit (length pass); a child above it is dead
@@ -119,7 +119,7 @@ def _length_bound(
 
 
 def expand_impl(
-    t: Tables, nodes: Nodes, params: Params, *, capacity: int, objective: str
+    t: Tables, nodes: Nodes, params: MachineConstants, *, capacity: int, objective: str
 ) -> Children:
     """All children of ``nodes`` with bounds (un-jitted; see `expand`)."""
     unsched = ~nodes.sched
@@ -180,7 +180,7 @@ expand.__doc__ = """Jitted `expand_impl`: children of a batch of K nodes packed 
 Args:
   t: `Tables` of the region (device arrays).
   nodes: `Nodes` batch (K parents; ``valid`` False for padding rows).
-  params: `Params` (traced: no recompiles when they change).
+  params: `MachineConstants` (traced: no recompiles when they change).
   capacity: static C; ``overflow`` is set when more children exist (grow C and re-run).
   objective: static, ``"rp"`` (order only) or ``"length"`` (latencies, issue width, RP limit).
 Returns:

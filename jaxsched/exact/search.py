@@ -43,7 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsched.errors import InputError
-from jaxsched.exact.expand import Nodes, Params, expand, root
+from jaxsched.exact.expand import MachineConstants, Nodes, expand, root
 from jaxsched.exact.tables import (
     Tables,
     build_tables,
@@ -237,7 +237,7 @@ def solve_exact(
     r = root(t_np, batch)
     if objective == "length" and np.any(r.peaks[0] > limit):
         return _result("infeasible", objective, (_BIG,), None, None, None, None, machine, 0, start)
-    params = Params(
+    params = MachineConstants(
         issue_width=jnp.int32(w),
         rp_limit=jnp.asarray(limit, jnp.int32),
         lut=jnp.asarray(machine.occupancy_lut),
@@ -308,7 +308,7 @@ class _Frontier:
         self.capacity = int(min(next_pow2(batch * ready_bound), batch * N))
         self.expanded = 0
 
-    def search(self, best: _Incumbent, params: Params, node_budget: int, deadline: float):
+    def search(self, best: _Incumbent, params: MachineConstants, node_budget: int, deadline: float):
         """Expand until the frontier cannot beat ``best`` or a budget runs out: (status,
         lower bound key)."""
         lower: tuple[int, ...] = (0, 0) if self.objective == "rp" else (1,)
@@ -329,7 +329,7 @@ class _Frontier:
                 self.expanded += len(ids)
                 self._expand(ids, best, params)
 
-    def _expand(self, ids: list[int], best: _Incumbent, params: Params) -> None:
+    def _expand(self, ids: list[int], best: _Incumbent, params: MachineConstants) -> None:
         """Expand the nodes ``ids``: offer complete children to ``best``, push the others
         that are neither bounded out nor dominated."""
         nodes = _gather(self.pool, ids, self.batch)
