@@ -123,7 +123,7 @@ def call_in_place(
     return jax.tree.unflatten(jax.tree.structure(out_tree), out)
 
 
-def lane_index(ref, idx: jnp.ndarray, lane: jnp.ndarray) -> tuple:
+def lane_index(ref, idx: jax.Array, lane: jax.Array) -> tuple:
     """Index of ``ref`` [*lead, X, B] at rows ``idx`` [..., B] (or a scalar) of each lane: a
     tuple of broadcast index arrays giving [*lead, ..., B] (at most one leading axis)."""
     lead = ref.shape[:-2]

@@ -13,6 +13,7 @@ import itertools
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -154,19 +155,17 @@ class MachineArrays(NamedTuple):
     Changing a value (another machine with tables of the same size) never recompiles.
     """
 
-    lut: jnp.ndarray  # int32[F, T]: occupancy by (file, peak RP); column T - 1 stands for every
+    lut: jax.Array  # int32[F, T]: occupancy by (file, peak RP); column T - 1 stands for every
     #                   larger RP (the file's overflow occupancy)
-    target_occupancy: jnp.ndarray  # int32[]: RP cost 0 at this occupancy
-    issue_width: jnp.ndarray  # int32[]: instructions issued per cycle
+    target_occupancy: jax.Array  # int32[]: RP cost 0 at this occupancy
+    issue_width: jax.Array  # int32[]: instructions issued per cycle
 
 
 #: A per-file RP limit meaning "any RP": larger than any reachable pressure.
 RP_UNLIMITED = 2**30
 
 
-def rp_limits(
-    lut: jnp.ndarray, target_occupancy: jnp.ndarray, cost: jnp.ndarray, *, xp=jnp
-) -> jnp.ndarray:
+def rp_limits(lut: jax.Array, target_occupancy: jax.Array, cost: jax.Array, *, xp=jnp) -> jax.Array:
     """int32[F]: per file, the largest peak RP whose RP cost is at most ``cost`` (``xp=numpy``:
     the same on the host, without JAX).
 
@@ -183,7 +182,7 @@ def rp_limits(
     return xp.where(ok[:, T - 1], RP_UNLIMITED, last).astype(xp.int32)
 
 
-def occupancy_jax(peaks: jnp.ndarray, lut: jnp.ndarray, *, xp=jnp) -> jnp.ndarray:
+def occupancy_jax(peaks: jax.Array, lut: jax.Array, *, xp=jnp) -> jax.Array:
     """Occupancy under jit (``xp=numpy``: the same on NumPy arrays, on the host).
 
     Args:
@@ -200,16 +199,14 @@ def occupancy_jax(peaks: jnp.ndarray, lut: jnp.ndarray, *, xp=jnp) -> jnp.ndarra
     return xp.min(per_file, axis=-1)
 
 
-def aprp_jax(peaks: jnp.ndarray, aprp_lut: jnp.ndarray) -> jnp.ndarray:
+def aprp_jax(peaks: jax.Array, aprp_lut: jax.Array) -> jax.Array:
     """Adjusted peak RP per file under jit: int[..., F] -> int32[..., F] (`Machine.aprp_lut`)."""
     t = aprp_lut.shape[-1]
     idx = jnp.clip(peaks, 0, t - 1)
     return jnp.stack([aprp_lut[f][idx[..., f]] for f in range(aprp_lut.shape[0])], axis=-1)
 
 
-def rp_cost_jax(
-    peaks: jnp.ndarray, lut: jnp.ndarray, target: jnp.ndarray | int, *, xp=jnp
-) -> jnp.ndarray:
+def rp_cost_jax(peaks: jax.Array, lut: jax.Array, target: jax.Array | int, *, xp=jnp) -> jax.Array:
     """RP cost ``max(0, target - occupancy(peaks))`` under jit (``xp=numpy``: on the host);
     int32[...]."""
     return xp.maximum(0, target - occupancy_jax(peaks, lut, xp=xp)).astype(xp.int32)

@@ -35,7 +35,7 @@ from jaxsched.tune.model import Ants, Samples, TuneProblem, log_prob, sample
 TUNED = HEURISTIC_WEIGHTS
 
 
-def leave_one_out(cost: jnp.ndarray) -> jnp.ndarray:
+def leave_one_out(cost: jax.Array) -> jax.Array:
     """f32[B, A]: each ant's baseline, the mean cost of the other ants of its region."""
     A = cost.shape[1]
     return (cost.sum(axis=1, keepdims=True) - cost) / (A - 1)
@@ -49,7 +49,7 @@ ADVANTAGES = ("loo", "standardized", "top")
 TOP_FRACTION = 0.25
 
 
-def advantages(cost: jnp.ndarray, how: str = "loo") -> jnp.ndarray:
+def advantages(cost: jax.Array, how: str = "loo") -> jax.Array:
     """f32[B, A]: each ant's advantage from the ants' costs (f32[B, A]).
 
     "loo" is ``cost - leave_one_out(cost)``: the gradient estimate is unbiased. "standardized"
@@ -82,7 +82,7 @@ def region_surrogate(
     samples: Samples,
     ants: Ants,
     advantage: str = "loo",
-) -> jnp.ndarray:
+) -> jax.Array:
     """f32[B]: per region, a function of ``params`` whose value is the mean cost of the
     region's samples and whose gradient is the REINFORCE estimate of the gradient of its
     expected cost (regions are independent estimates; ``advantage``: see `advantages`)."""
@@ -98,7 +98,7 @@ def surrogate(
     samples: Samples,
     ants: Ants,
     advantage: str = "loo",
-) -> jnp.ndarray:
+) -> jax.Array:
     """f32[]: the mean over the real regions (``prob.real``) of `region_surrogate`."""
     real = problem.prob.real.astype(jnp.float32)
     per_region = region_surrogate(params, problem, samples, ants, advantage)
@@ -111,7 +111,7 @@ def expected_cost(
     key: jax.Array,
     ants: Ants,
     advantage: str = "loo",
-) -> jnp.ndarray:
+) -> jax.Array:
     """f32[]: a sampled estimate of the mean expected cost, `jax.grad`- and
     `jax.value_and_grad`-able: its gradient is the REINFORCE estimate (`surrogate`)."""
     samples = sample(problem, lax.stop_gradient(params), key, ants)
@@ -121,7 +121,7 @@ def expected_cost(
 def trainable(params: ColonyParams, files: int) -> dict:
     """The `TUNED` weights of ``params`` per pass (``[2]``) and per file (``[2, F]``)."""
 
-    def full(name: str) -> jnp.ndarray:
+    def full(name: str) -> jax.Array:
         w = jnp.asarray(getattr(params, name), jnp.float32)
         if name in SCALAR_WEIGHTS:
             return w
@@ -229,7 +229,7 @@ def stack_params(settings: list[ColonyParams]) -> ColonyParams:
     forms (a scalar, per pass ``[2]``, per pass and file ``[2, F]``) is broadcast to the
     fullest, which means the same."""
 
-    def stack(name: str) -> jnp.ndarray:
+    def stack(name: str) -> jax.Array:
         xs = [jnp.asarray(getattr(p, name), jnp.float32) for p in settings]
         if name in PER_FILE_WEIGHTS:
             xs = [x[:, None] if x.ndim == 1 else x for x in xs]
