@@ -26,7 +26,7 @@ from jax import lax
 from jaxsched.distributed import device_slice
 
 
-def first_min(x: jnp.ndarray) -> jnp.ndarray:
+def first_min(x: jax.Array) -> jax.Array:
     """int32[]: index of the first minimum of a 1-D array (plain reductions only)."""
     idx = jnp.arange(x.shape[0], dtype=jnp.int32)
     return jnp.where(x == x.min(), idx, x.shape[0]).min()
@@ -41,8 +41,8 @@ def local_ants(tree, axis: str | None):
 
 
 def ant_winner(
-    costs: jnp.ndarray, fields: Sequence[jnp.ndarray], axis: str | None
-) -> tuple[jnp.ndarray, tuple[jnp.ndarray, ...]]:
+    costs: jax.Array, fields: Sequence[jax.Array], axis: str | None
+) -> tuple[jax.Array, tuple[jax.Array, ...]]:
     """(cost, the winner's row of each of ``fields``) of the first ant of least cost.
 
     ``costs`` int32[A_local] and ``fields`` [A_local, ...] (integer arrays) are this device's
@@ -62,7 +62,7 @@ def ant_winner(
     return best, tuple(lax.psum(jnp.where(mine, r, jnp.zeros_like(r)), axis) for r in rows)
 
 
-def ant_total(mask: jnp.ndarray, axis: str | None) -> jnp.ndarray:
+def ant_total(mask: jax.Array, axis: str | None) -> jax.Array:
     """int32[]: how many of the ants (this device's ``mask`` bool[A_local]) hold, over all
     devices of ``axis``."""
     total = mask.sum(dtype=jnp.int32)

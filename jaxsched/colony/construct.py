@@ -50,34 +50,34 @@ class Prepared(NamedTuple):
     K ready slots, D successors, U uses, V defs, R registers, F register files.
     """
 
-    n: jnp.ndarray  # int32[]: real instruction count
-    succ: jnp.ndarray  # int32[N + 1, D]: successors, sentinel N; row N all sentinels
-    succ_lat: jnp.ndarray  # int32[N + 1, D]
-    num_preds: jnp.ndarray  # int32[N + 1]: in-degree (dummy: BIG, never ready)
-    uses: jnp.ndarray  # int32[N + 1, U]: sentinel R
-    defs: jnp.ndarray  # int32[N + 1, V]: sentinel R
-    def_wf: jnp.ndarray  # int32[F, N + 1]: width an instruction defines, per file
-    reg_wf: jnp.ndarray  # int32[R + 1, F]: width of register r in its file's column, else 0
-    reg_num_uses: jnp.ndarray  # int32[R + 1]
-    reg_users_xor: jnp.ndarray  # int32[R + 1]: XOR of the ids of the register's users
-    reg_live_in: jnp.ndarray  # bool[R + 1]
-    reg_live_out: jnp.ndarray  # bool[R + 1]: dummy True (never killed)
-    live_through: jnp.ndarray  # int32[F]
-    cp: jnp.ndarray  # f32[N + 1]: latency-weighted critical path / its max, in [0, 1]; dummy 0
-    cp_unit: jnp.ndarray  # f32[N + 1]: unit-latency critical path / its max; dummy 0
-    successors: jnp.ndarray  # f32[N + 1]: successor count / its max; dummy 0
-    init_ready: jnp.ndarray  # int32[K + 1]: initial candidates (roots), sentinel N
-    init_count: jnp.ndarray  # int32[]: number of roots
-    init_kill: jnp.ndarray  # int32[F, N + 1]: width each instruction would kill at the start
+    n: jax.Array  # int32[]: real instruction count
+    succ: jax.Array  # int32[N + 1, D]: successors, sentinel N; row N all sentinels
+    succ_lat: jax.Array  # int32[N + 1, D]
+    num_preds: jax.Array  # int32[N + 1]: in-degree (dummy: BIG, never ready)
+    uses: jax.Array  # int32[N + 1, U]: sentinel R
+    defs: jax.Array  # int32[N + 1, V]: sentinel R
+    def_wf: jax.Array  # int32[F, N + 1]: width an instruction defines, per file
+    reg_wf: jax.Array  # int32[R + 1, F]: width of register r in its file's column, else 0
+    reg_num_uses: jax.Array  # int32[R + 1]
+    reg_users_xor: jax.Array  # int32[R + 1]: XOR of the ids of the register's users
+    reg_live_in: jax.Array  # bool[R + 1]
+    reg_live_out: jax.Array  # bool[R + 1]: dummy True (never killed)
+    live_through: jax.Array  # int32[F]
+    cp: jax.Array  # f32[N + 1]: latency-weighted critical path / its max, in [0, 1]; dummy 0
+    cp_unit: jax.Array  # f32[N + 1]: unit-latency critical path / its max; dummy 0
+    successors: jax.Array  # f32[N + 1]: successor count / its max; dummy 0
+    init_ready: jax.Array  # int32[K + 1]: initial candidates (roots), sentinel N
+    init_count: jax.Array  # int32[]: number of roots
+    init_kill: jax.Array  # int32[F, N + 1]: width each instruction would kill at the start
 
 
-def _row_pad(a: jnp.ndarray, fill) -> jnp.ndarray:
+def _row_pad(a: jax.Array, fill) -> jax.Array:
     """``a`` with one extra leading-axis row of ``fill`` (the sentinel's dummy row)."""
     a = jnp.asarray(a)
     return jnp.concatenate([a, jnp.full((1, *a.shape[1:]), fill, a.dtype)], axis=0)
 
 
-def _users_xor(uses: jnp.ndarray, num_regs: int) -> jnp.ndarray:
+def _users_xor(uses: jax.Array, num_regs: int) -> jax.Array:
     """int32[R + 1]: XOR of the ids of each register's users (``uses`` int32[N + 1, U]).
 
     There is no XOR scatter primitive: add the id bit planes and keep each plane's parity.
@@ -88,7 +88,7 @@ def _users_xor(uses: jnp.ndarray, num_regs: int) -> jnp.ndarray:
     return ((plane & 1) << jnp.arange(31)).sum(axis=1).astype(jnp.int32)
 
 
-def _normalized(x: jnp.ndarray) -> jnp.ndarray:
+def _normalized(x: jax.Array) -> jax.Array:
     """f32[N + 1]: ``x`` (int[N]) divided by its maximum (at least 1), dummy 0 appended."""
     x = jnp.asarray(x).astype(jnp.float32)
     return _row_pad(x / jnp.maximum(x.max(), 1.0), 0.0)
@@ -144,7 +144,7 @@ def prepare(dev: DeviceRegion, ready_slots: int) -> Prepared:
 STATIC_WEIGHTS = ("weight_cp", "weight_successors", "weight_latency", "weight_position")
 
 
-def static_features(prep: Prepared, timed: jnp.ndarray) -> tuple[jnp.ndarray, ...]:
+def static_features(prep: Prepared, timed: jax.Array) -> tuple[jax.Array, ...]:
     """f32[N + 1] each, in [0, 1], dummy 0: critical path (latency-weighted in the ILP pass,
     unit in the RP pass), successor count, largest latency to a successor, and earliness in
     the input order (1 for the first instruction, 0 for the last); maxima normalised to 1."""
@@ -160,7 +160,7 @@ def static_features(prep: Prepared, timed: jnp.ndarray) -> tuple[jnp.ndarray, ..
     )
 
 
-def static_weight_sum(params: ColonyParams) -> jnp.ndarray:
+def static_weight_sum(params: ColonyParams) -> jax.Array:
     """f32[]: the sum of the magnitudes of the `STATIC_WEIGHTS` (pass parameters)."""
     total = jnp.abs(params.weight_cp)
     for name in STATIC_WEIGHTS[1:]:
@@ -168,7 +168,7 @@ def static_weight_sum(params: ColonyParams) -> jnp.ndarray:
     return total
 
 
-def static_key(prep: Prepared, params: ColonyParams, timed: jnp.ndarray) -> jnp.ndarray:
+def static_key(prep: Prepared, params: ColonyParams, timed: jax.Array) -> jax.Array:
     """f32[N + 1]: the static part of the guiding heuristic's key: the weighted mean of
     `static_features` (weights `STATIC_WEIGHTS` of the pass parameters, `params.pass_params`,
     divided by the sum of their magnitudes), in [0, 1] for non-negative weights (default: the
@@ -183,65 +183,65 @@ def static_key(prep: Prepared, params: ColonyParams, timed: jnp.ndarray) -> jnp.
 class ReadyList(NamedTuple):
     """Compact ready lists of A ants (structure of arrays; slot K is a dummy)."""
 
-    ids: jnp.ndarray  # int32[K + 1, A]: candidate ids in slots [0, count), sentinel N after
-    e: jnp.ndarray  # int32[K + 1, A]: earliest cycle of each slot's candidate
-    key: jnp.ndarray  # f32[K + 1, A]: static heuristic key of each slot's candidate
-    born: jnp.ndarray  # int32[F, K + 1, A]: width the candidate defines, per file
-    kill: jnp.ndarray  # int32[F, K + 1, A]: width it would kill if issued now, per file
-    count: jnp.ndarray  # int32[A]: number of candidates
-    slot_of: jnp.ndarray  # int32[N + 1, A]: ready slot of an instruction (K: not in the list)
+    ids: jax.Array  # int32[K + 1, A]: candidate ids in slots [0, count), sentinel N after
+    e: jax.Array  # int32[K + 1, A]: earliest cycle of each slot's candidate
+    key: jax.Array  # f32[K + 1, A]: static heuristic key of each slot's candidate
+    born: jax.Array  # int32[F, K + 1, A]: width the candidate defines, per file
+    kill: jax.Array  # int32[F, K + 1, A]: width it would kill if issued now, per file
+    count: jax.Array  # int32[A]: number of candidates
+    slot_of: jax.Array  # int32[N + 1, A]: ready slot of an instruction (K: not in the list)
 
 
 class AntsState(NamedTuple):
     """Construction state of A ants (ant axis last)."""
 
     ready: ReadyList
-    preds_left: jnp.ndarray  # int32[N + 1, A]: unscheduled predecessors
-    earliest: jnp.ndarray  # int32[N + 1, A]: earliest issue cycle (ILP pass; 0 in the RP pass)
-    kill: jnp.ndarray  # int32[F, N + 1, A]: width an instruction would kill if issued now
-    remaining: jnp.ndarray  # int32[R + 1, A]: uses not yet issued per register
-    users_xor: jnp.ndarray  # int32[R + 1, A]: XOR of the ids of unscheduled users
-    live: jnp.ndarray  # bool[R + 1, A]: register live now
-    live_w: jnp.ndarray  # int32[F, A]: live width per file (without live-through)
-    peak: jnp.ndarray  # int32[F, A]: peak RP per file (with live-through)
-    last: jnp.ndarray  # int32[A]: last scheduled instruction (N: none yet)
-    cycle: jnp.ndarray  # int32[A]: next cycle an instruction may issue in
-    issued: jnp.ndarray  # int32[A]: instructions already issued in ``cycle``
-    stalls: jnp.ndarray  # int32[A]: optional stall cycles taken (ILP pass)
-    dead: jnp.ndarray  # bool[A]: RP cost exceeded the target
-    order: jnp.ndarray  # int32[N, A]: instruction issued at each step, sentinel N
+    preds_left: jax.Array  # int32[N + 1, A]: unscheduled predecessors
+    earliest: jax.Array  # int32[N + 1, A]: earliest issue cycle (ILP pass; 0 in the RP pass)
+    kill: jax.Array  # int32[F, N + 1, A]: width an instruction would kill if issued now
+    remaining: jax.Array  # int32[R + 1, A]: uses not yet issued per register
+    users_xor: jax.Array  # int32[R + 1, A]: XOR of the ids of unscheduled users
+    live: jax.Array  # bool[R + 1, A]: register live now
+    live_w: jax.Array  # int32[F, A]: live width per file (without live-through)
+    peak: jax.Array  # int32[F, A]: peak RP per file (with live-through)
+    last: jax.Array  # int32[A]: last scheduled instruction (N: none yet)
+    cycle: jax.Array  # int32[A]: next cycle an instruction may issue in
+    issued: jax.Array  # int32[A]: instructions already issued in ``cycle``
+    stalls: jax.Array  # int32[A]: optional stall cycles taken (ILP pass)
+    dead: jax.Array  # bool[A]: RP cost exceeded the target
+    order: jax.Array  # int32[N, A]: instruction issued at each step, sentinel N
 
 
 class AntResults(NamedTuple):
-    order: jnp.ndarray  # int32[A, N]: issue order, sentinel N after the region's n
-    peak: jnp.ndarray  # int32[A, F]
-    length: jnp.ndarray  # int32[A]: cycles (ILP pass) or n (RP pass)
-    stalls: jnp.ndarray  # int32[A]: optional stall cycles taken
-    dead: jnp.ndarray  # bool[A]
+    order: jax.Array  # int32[A, N]: issue order, sentinel N after the region's n
+    peak: jax.Array  # int32[A, F]
+    length: jax.Array  # int32[A]: cycles (ILP pass) or n (RP pass)
+    stalls: jax.Array  # int32[A]: optional stall cycles taken
+    dead: jax.Array  # bool[A]
 
 
 class StepInputs(NamedTuple):
     """Per-iteration inputs shared by all ants of a region."""
 
-    tau: jnp.ndarray  # f32|f16[N + 1, N + 1]: pheromone; row N = start, column N = dummy
-    q0: jnp.ndarray  # f32[]: exploitation probability
-    rp_limit: jnp.ndarray  # int32[F]: largest RP per file within the RP cost target (an ant
+    tau: jax.Array  # f32|f16[N + 1, N + 1]: pheromone; row N = start, column N = dummy
+    q0: jax.Array  # f32[]: exploitation probability
+    rp_limit: jax.Array  # int32[F]: largest RP per file within the RP cost target (an ant
     #                        above it is dead)
-    soft_limit: jnp.ndarray  # int32[F]: the RP per file candidates are steered below (at most
+    soft_limit: jax.Array  # int32[F]: the RP per file candidates are steered below (at most
     #                          rp_limit; lower after iterations in which every ant died)
-    stall_budget: jnp.ndarray  # f32[]: G, the stall count of the best schedule so far (>= 1)
-    timed: jnp.ndarray  # bool[]: ILP pass (latencies, stalls) vs RP pass
-    key: jnp.ndarray  # f32[N + 1]: static heuristic key (`static_key` of this pass)
-    issue_width: jnp.ndarray  # int32[]: instructions per cycle
+    stall_budget: jax.Array  # f32[]: G, the stall count of the best schedule so far (>= 1)
+    timed: jax.Array  # bool[]: ILP pass (latencies, stalls) vs RP pass
+    key: jax.Array  # f32[N + 1]: static heuristic key (`static_key` of this pass)
+    issue_width: jax.Array  # int32[]: instructions per cycle
 
 
 class AntSeeds(NamedTuple):
-    seed: jnp.ndarray  # uint32[A]: roulette randomness
-    coin: jnp.ndarray  # uint32[A]: exploitation coin (equal within a wavefront when uniform)
-    may_stall: jnp.ndarray  # bool[A]: ant's wavefront may take optional stalls
+    seed: jax.Array  # uint32[A]: roulette randomness
+    coin: jax.Array  # uint32[A]: exploitation coin (equal within a wavefront when uniform)
+    may_stall: jax.Array  # bool[A]: ant's wavefront may take optional stalls
 
 
-def hash32(x: jnp.ndarray) -> jnp.ndarray:
+def hash32(x: jax.Array) -> jax.Array:
     """A 32-bit integer mixer (lowbias32); uint32 -> uint32."""
     x = x ^ (x >> 16)
     x = x * jnp.uint32(0x7FEB352D)
@@ -250,18 +250,18 @@ def hash32(x: jnp.ndarray) -> jnp.ndarray:
     return x ^ (x >> 16)
 
 
-def uniform(seed: jnp.ndarray, step: jnp.ndarray) -> jnp.ndarray:
+def uniform(seed: jax.Array, step: jax.Array) -> jax.Array:
     """f32 in [0, 1) from uint32 seeds and a step counter (elementwise)."""
     bits = hash32(seed + step.astype(jnp.uint32) * jnp.uint32(0x9E3779B9))
     return (bits >> 8).astype(jnp.float32) * jnp.float32(1.0 / (1 << 24))
 
 
-def init_ants(prep: Prepared, ants: int, key: jnp.ndarray) -> AntsState:
+def init_ants(prep: Prepared, ants: int, key: jax.Array) -> AntsState:
     """Every ant at the start: roots ready, live-in registers live. ``key`` f32[N + 1]."""
     N = prep.succ.shape[0] - 1
     K = prep.init_ready.shape[0] - 1
 
-    def rep(x: jnp.ndarray) -> jnp.ndarray:
+    def rep(x: jax.Array) -> jax.Array:
         return jnp.broadcast_to(x[..., None], (*x.shape, ants))
 
     live_w = (prep.reg_wf * prep.reg_live_in[:, None]).sum(axis=0).astype(jnp.int32)
@@ -309,22 +309,22 @@ def slot_widths(slots: int) -> tuple[int, ...]:
 class Candidates(NamedTuple):
     """The first ``w`` ready slots of every ant at the decision (``[w, A]`` arrays)."""
 
-    eligible: jnp.ndarray  # bool[w, A]: may be chosen now
-    semi: jnp.ndarray  # bool[w, A]: semi-ready (choosing it means waiting)
-    wait: jnp.ndarray  # f32[w, A]: cycles to wait for it (<= 0 when ready)
-    over: jnp.ndarray  # bool[w, A]: issuing it would put the RP above the soft limit
-    raises: jnp.ndarray  # bool[w, A]: issuing it raises the RP (defines more than it kills)
-    cycle: jnp.ndarray  # int32[A]: the ant's cycle (after a necessary stall)
-    issued: jnp.ndarray  # int32[A]: instructions already issued in ``cycle``
+    eligible: jax.Array  # bool[w, A]: may be chosen now
+    semi: jax.Array  # bool[w, A]: semi-ready (choosing it means waiting)
+    wait: jax.Array  # f32[w, A]: cycles to wait for it (<= 0 when ready)
+    over: jax.Array  # bool[w, A]: issuing it would put the RP above the soft limit
+    raises: jax.Array  # bool[w, A]: issuing it raises the RP (defines more than it kills)
+    cycle: jax.Array  # int32[A]: the ant's cycle (after a necessary stall)
+    issued: jax.Array  # int32[A]: instructions already issued in ``cycle``
 
 
 class AntView(NamedTuple):
     """What a decision reads of each ant besides its ready slots (loaded values)."""
 
-    cycle: jnp.ndarray  # int32[A]: next cycle an instruction may issue in
-    issued: jnp.ndarray  # int32[A]: instructions already issued in ``cycle``
-    stalls: jnp.ndarray  # int32[A]: optional stall cycles taken
-    live_w: jnp.ndarray  # int32[F, A]: live width per file (without live-through)
+    cycle: jax.Array  # int32[A]: next cycle an instruction may issue in
+    issued: jax.Array  # int32[A]: instructions already issued in ``cycle``
+    stalls: jax.Array  # int32[A]: optional stall cycles taken
+    live_w: jax.Array  # int32[F, A]: live width per file (without live-through)
 
 
 #: `ReadyList` fields with a slot axis (second to last); a decision reads their first w slots.
@@ -337,12 +337,12 @@ def first_slots(ready: ReadyList, w: int) -> ReadyList:
     return ready._replace(**cut, slot_of=None)
 
 
-def any_(x: jnp.ndarray, axis: int) -> jnp.ndarray:
+def any_(x: jax.Array, axis: int) -> jax.Array:
     """``x.any(axis)`` as an integer max (a Pallas Triton kernel has no boolean reduction)."""
     return jnp.max(x.astype(jnp.int32), axis=axis) > 0
 
 
-def prefix_sum(x: jnp.ndarray) -> jnp.ndarray:
+def prefix_sum(x: jax.Array) -> jax.Array:
     """Inclusive prefix sum over axis 0 (`lax.associative_scan`: fastest under XLA:CPU)."""
     return lax.associative_scan(jnp.add, x, axis=0)
 
@@ -351,7 +351,7 @@ def prefix_sum(x: jnp.ndarray) -> jnp.ndarray:
 # pheromone of each slot, `AntView`): the `lax` step and the fused kernel (`colony.kernel`) both
 # call them, so a change of the rules reaches both.
 def _candidates(
-    ready: ReadyList, ant: AntView, live_through: jnp.ndarray, inp: StepInputs, seeds: AntSeeds
+    ready: ReadyList, ant: AntView, live_through: jax.Array, inp: StepInputs, seeds: AntSeeds
 ) -> Candidates:
     """Ready vs semi-ready in the view's slots (with nothing ready the ant stalls to the first
     earliest cycle: a necessary stall), and their register effect (``live_through``
@@ -381,12 +381,12 @@ def _candidates(
 
 def _scores(
     ready: ReadyList,
-    tau: jnp.ndarray,
+    tau: jax.Array,
     c: Candidates,
     ant: AntView,
     inp: StepInputs,
     params: ColonyParams,
-) -> jnp.ndarray:
+) -> jax.Array:
     """f32[w, A]: score of each eligible slot (0 elsewhere), as in the spec:
     ``tau[last, j] * (1 + key[j])``, damped for RP increase, soft-limit overflow and stalls.
     ``tau`` [w, A] (f32 or f16, scored in f32): the pheromone of each slot's candidate after
@@ -417,8 +417,8 @@ def _scores(
 
 
 def _dynamic_terms(
-    kill: jnp.ndarray, born: jnp.ndarray, wait: jnp.ndarray, params: ColonyParams
-) -> tuple[jnp.ndarray, jnp.ndarray]:
+    kill: jax.Array, born: jax.Array, wait: jax.Array, params: ColonyParams
+) -> tuple[jax.Array, jax.Array]:
     """(f32[w, A] weighted sum, f32[] sum of weight magnitudes) of the per-file width killed
     and defined (``kill``, ``born`` int32[F, w, A]) and the cycles to wait (``wait`` f32[w, A],
     <= 0 when ready), each divided by its maximum over the slots (at least 1). The per-file
@@ -427,7 +427,7 @@ def _dynamic_terms(
     wk = jnp.broadcast_to(params.weight_kill, (F,))
     wb = jnp.broadcast_to(params.weight_born, (F,))
 
-    def scaled(x: jnp.ndarray) -> jnp.ndarray:
+    def scaled(x: jax.Array) -> jax.Array:
         x = x.astype(jnp.float32)
         return x * (1.0 / jnp.maximum(x.max(axis=-2, keepdims=True), 1.0))
 
@@ -436,7 +436,7 @@ def _dynamic_terms(
     return terms, jnp.abs(wk).sum() + jnp.abs(wb).sum() + jnp.abs(params.weight_wait)
 
 
-def _stall_damping(stalls: jnp.ndarray, g: jnp.ndarray) -> jnp.ndarray:
+def _stall_damping(stalls: jax.Array, g: jax.Array) -> jax.Array:
     """Score factor for waiting ``stalls`` cycles against the stall budget G: the spec's
     ``(G - 2w) / G`` below G and ``1 / G`` from G on, kept at least ``1 / G`` (the spec's
     linear part turns negative for G/2 < w < G, which floored such waits below longer ones)."""
@@ -444,13 +444,13 @@ def _stall_damping(stalls: jnp.ndarray, g: jnp.ndarray) -> jnp.ndarray:
 
 
 def pick_slot(
-    score: jnp.ndarray,
-    eligible: jnp.ndarray,
-    t: jnp.ndarray,
-    q0: jnp.ndarray,
+    score: jax.Array,
+    eligible: jax.Array,
+    t: jax.Array,
+    q0: jax.Array,
     seeds: AntSeeds,
     scan=prefix_sum,
-) -> jnp.ndarray:
+) -> jax.Array:
     """int32[A]: the chosen slot per ant (K... the caller masks finished ants).
 
     Exploit (argmax) with probability q0, else a roulette over the scores. The roulette runs on
@@ -470,7 +470,7 @@ def pick_slot(
     return jnp.where(exploit, best_slot(score, eligible), pick_roulette).astype(jnp.int32)
 
 
-def roulette_weights(score: jnp.ndarray, eligible: jnp.ndarray) -> jnp.ndarray:
+def roulette_weights(score: jax.Array, eligible: jax.Array) -> jax.Array:
     """int32[w, A]: the roulette's weights: 16 bits relative to the best score, at least 1 for
     an eligible slot, 0 elsewhere (a slot's roulette probability is its share of the sum)."""
     best = score.max(axis=0)
@@ -478,7 +478,7 @@ def roulette_weights(score: jnp.ndarray, eligible: jnp.ndarray) -> jnp.ndarray:
     return jnp.where(eligible, 1 + rel.astype(jnp.int32), 0)
 
 
-def best_slot(score: jnp.ndarray, eligible: jnp.ndarray) -> jnp.ndarray:
+def best_slot(score: jax.Array, eligible: jax.Array) -> jax.Array:
     """int32[A]: the exploiting choice, the first eligible slot of the best score (``w`` when
     none). Max then first match: XLA:CPU vectorises plain reductions, not (value, index)."""
     w = score.shape[0]
@@ -489,13 +489,13 @@ def best_slot(score: jnp.ndarray, eligible: jnp.ndarray) -> jnp.ndarray:
 
 def step_scores(
     ready: ReadyList,
-    tau: jnp.ndarray,
+    tau: jax.Array,
     ant: AntView,
-    live_through: jnp.ndarray,
+    live_through: jax.Array,
     inp: StepInputs,
     params: ColonyParams,
     seeds: AntSeeds,
-) -> tuple[Candidates, jnp.ndarray]:
+) -> tuple[Candidates, jax.Array]:
     """The candidates of a `first_slots` view and their scores (f32[w, A], 0 where not
     eligible): everything a decision weighs before the pick (`decide`, and the replay of
     given orders in `jaxsched.tune`)."""
@@ -505,17 +505,17 @@ def step_scores(
 
 def decide(
     ready: ReadyList,
-    tau: jnp.ndarray,
+    tau: jax.Array,
     ant: AntView,
-    live_through: jnp.ndarray,
-    t: jnp.ndarray,
+    live_through: jax.Array,
+    t: jax.Array,
     inp: StepInputs,
     params: ColonyParams,
     seeds: AntSeeds,
     *,
     dummy_slot: int,
     scan=prefix_sum,
-) -> tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray]:
+) -> tuple[jax.Array, jax.Array, jax.Array]:
     """Pick a slot per ant from a `first_slots` view holding every ant's candidates (``tau``
     f32|f16[w, A]: pheromone of each slot's candidate after the ant's last choice). Returns (slot
     int32[A], ``dummy_slot`` for finished ants; cycle int32[A]; issued int32[A]).
@@ -529,13 +529,13 @@ def decide(
 
 def _decide(
     w: int,
-    t: jnp.ndarray,
+    t: jax.Array,
     st: AntsState,
     prep: Prepared,
     inp: StepInputs,
     params: ColonyParams,
     seeds: AntSeeds,
-) -> tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray]:
+) -> tuple[jax.Array, jax.Array, jax.Array]:
     """`decide` over the first ``w`` slots of the `lax` state (every ant's candidates are
     there)."""
     ready = first_slots(st.ready, w)
@@ -548,19 +548,19 @@ def _decide(
 class _Issue(NamedTuple):
     """Timing of the instruction each ant issues this step."""
 
-    c_j: jnp.ndarray  # int32[A]: its issue cycle
-    cycle: jnp.ndarray  # int32[A]: the ant's next cycle
-    issued: jnp.ndarray  # int32[A]: instructions issued in that cycle
-    stalls: jnp.ndarray  # int32[A]: optional stalls taken so far
+    c_j: jax.Array  # int32[A]: its issue cycle
+    cycle: jax.Array  # int32[A]: the ant's next cycle
+    issued: jax.Array  # int32[A]: instructions issued in that cycle
+    stalls: jax.Array  # int32[A]: optional stalls taken so far
 
 
 def issue_timing(
-    active: jnp.ndarray,
-    cycle: jnp.ndarray,
-    issued: jnp.ndarray,
-    e_pick: jnp.ndarray,
-    stalls: jnp.ndarray,
-    issue_width: jnp.ndarray,
+    active: jax.Array,
+    cycle: jax.Array,
+    issued: jax.Array,
+    e_pick: jax.Array,
+    stalls: jax.Array,
+    issue_width: jax.Array,
 ) -> _Issue:
     """The issue cycle (in the RP pass every earliest cycle is 0, so ``c_j = cycle``), the next
     cycle and issue count, and optional stall cycles taken (waiting for a semi-ready pick)."""
@@ -581,20 +581,20 @@ class OldValues(NamedTuple):
     """Values of the old state a step reads before it writes anything (in the `lax` step behind
     an optimization barrier, see `_step_at_width`; the kernel reads them first too)."""
 
-    moved: jnp.ndarray  # int32[A]: candidate in the last ready slot (moves into j's slot)
-    moved_e: jnp.ndarray  # int32[A]
-    moved_key: jnp.ndarray  # f32[A]
-    moved_born: jnp.ndarray  # int32[F, A]
-    moved_kill: jnp.ndarray  # int32[F, A]
-    kill_s: jnp.ndarray  # int32[F, D, A]: kill widths of j's successors
-    preds_s: jnp.ndarray  # int32[D, A]: their unscheduled predecessors
-    earliest_s: jnp.ndarray  # int32[D, A]: their earliest cycles
-    rem_u: jnp.ndarray  # int32[U, A]: remaining uses of j's uses
-    rem_d: jnp.ndarray  # int32[V, A]: ... of j's defs
-    xor_u: jnp.ndarray  # int32[U, A]
-    xor_d: jnp.ndarray  # int32[V, A]
-    live_u: jnp.ndarray  # bool[U, A]
-    live_d: jnp.ndarray  # bool[V, A]
+    moved: jax.Array  # int32[A]: candidate in the last ready slot (moves into j's slot)
+    moved_e: jax.Array  # int32[A]
+    moved_key: jax.Array  # f32[A]
+    moved_born: jax.Array  # int32[F, A]
+    moved_kill: jax.Array  # int32[F, A]
+    kill_s: jax.Array  # int32[F, D, A]: kill widths of j's successors
+    preds_s: jax.Array  # int32[D, A]: their unscheduled predecessors
+    earliest_s: jax.Array  # int32[D, A]: their earliest cycles
+    rem_u: jax.Array  # int32[U, A]: remaining uses of j's uses
+    rem_d: jax.Array  # int32[V, A]: ... of j's defs
+    xor_u: jax.Array  # int32[U, A]
+    xor_d: jax.Array  # int32[V, A]
+    live_u: jax.Array  # bool[U, A]
+    live_d: jax.Array  # bool[V, A]
 
 
 def _read_old(st: AntsState, last_slot, s, u, d, ant, a0) -> OldValues:
@@ -626,7 +626,7 @@ def _remove(r: ReadyList, old: OldValues, pick, last_slot, j, active, a0) -> Rea
     N = r.slot_of.shape[0] - 1
     K = r.ids.shape[0] - 1
 
-    def swap(arr: jnp.ndarray, moved_val: jnp.ndarray, fill) -> jnp.ndarray:
+    def swap(arr: jax.Array, moved_val: jax.Array, fill) -> jax.Array:
         if arr.ndim == 3:
             return arr.at[:, pick, a0].set(moved_val).at[:, last_slot, a0].set(fill)
         return arr.at[pick, a0].set(moved_val).at[last_slot, a0].set(fill)
@@ -645,11 +645,11 @@ def _remove(r: ReadyList, old: OldValues, pick, last_slot, j, active, a0) -> Rea
 class Released(NamedTuple):
     """j's successors after its issue (``[D, A]``, pure math shared with the kernel)."""
 
-    preds_left: jnp.ndarray  # int32[D, A]: their unscheduled predecessors now
-    earliest: jnp.ndarray  # int32[D, A]: their earliest cycle now
-    new: jnp.ndarray  # bool[D, A]: became ready (enter the ready list)
-    pos: jnp.ndarray  # int32[D, A]: their ready slot (K: not new)
-    count: jnp.ndarray  # int32[A]: ready candidates after them
+    preds_left: jax.Array  # int32[D, A]: their unscheduled predecessors now
+    earliest: jax.Array  # int32[D, A]: their earliest cycle now
+    new: jax.Array  # bool[D, A]: became ready (enter the ready list)
+    pos: jax.Array  # int32[D, A]: their ready slot (K: not new)
+    count: jax.Array  # int32[A]: ready candidates after them
 
 
 def released(
@@ -672,7 +672,7 @@ def released(
 
 def _release(
     r: ReadyList, st: AntsState, prep: Prepared, inp: StepInputs, old: OldValues, j, c_j, s, ant
-) -> tuple[ReadyList, jnp.ndarray, jnp.ndarray]:
+) -> tuple[ReadyList, jax.Array, jax.Array]:
     """Release j's successors ``s`` [D, A]; newly free ones enter the ready lists.
     Returns (ready lists, preds_left, earliest)."""
     N = prep.succ.shape[0] - 1
@@ -698,15 +698,15 @@ def _release(
 class RegisterUpdate(NamedTuple):
     """j's registers after its issue (pure math shared with the kernel)."""
 
-    rem_u: jnp.ndarray  # int32[U, A]: remaining uses of j's uses
-    xor_u: jnp.ndarray  # int32[U, A]: XOR of their unscheduled users
-    live_u: jnp.ndarray  # bool[U, A]: still live (a register also defined by j: see live_d)
-    live_d: jnp.ndarray  # bool[V, A]: j's defs live after j (wins over live_u)
-    live_w: jnp.ndarray  # int32[F, A]: live width per file after j
-    peak: jnp.ndarray  # int32[F, A]
-    kill_u: jnp.ndarray  # int32[U, A]: instruction now killing each used register (N: none)
-    kill_d: jnp.ndarray  # int32[V, A]: ... each defined register
-    u_in_d: jnp.ndarray  # bool[U, A]: the used register is also defined by j
+    rem_u: jax.Array  # int32[U, A]: remaining uses of j's uses
+    xor_u: jax.Array  # int32[U, A]: XOR of their unscheduled users
+    live_u: jax.Array  # bool[U, A]: still live (a register also defined by j: see live_d)
+    live_d: jax.Array  # bool[V, A]: j's defs live after j (wins over live_u)
+    live_w: jax.Array  # int32[F, A]: live width per file after j
+    peak: jax.Array  # int32[F, A]
+    kill_u: jax.Array  # int32[U, A]: instruction now killing each used register (N: none)
+    kill_d: jax.Array  # int32[V, A]: ... each defined register
+    u_in_d: jax.Array  # bool[U, A]: the used register is also defined by j
 
 
 def register_update(
@@ -760,19 +760,19 @@ def register_update(
     )
 
 
-def now_dead(dead: jnp.ndarray, peak: jnp.ndarray, rp_limit: jnp.ndarray) -> jnp.ndarray:
+def now_dead(dead: jax.Array, peak: jax.Array, rp_limit: jax.Array) -> jax.Array:
     """bool[A]: an ant dies once its peak (int32[F, A]) breaks the RP limit (int32[F])."""
     return dead | any_(peak > rp_limit[:, None], 0)
 
 
 class _Regs(NamedTuple):
-    remaining: jnp.ndarray  # int32[R + 1, A]
-    users_xor: jnp.ndarray  # int32[R + 1, A]
-    live: jnp.ndarray  # bool[R + 1, A]
-    live_w: jnp.ndarray  # int32[F, A]
-    peak: jnp.ndarray  # int32[F, A]
-    kill: jnp.ndarray  # int32[F, N + 1, A]
-    ready_kill: jnp.ndarray  # int32[F, K + 1, A]
+    remaining: jax.Array  # int32[R + 1, A]
+    users_xor: jax.Array  # int32[R + 1, A]
+    live: jax.Array  # bool[R + 1, A]
+    live_w: jax.Array  # int32[F, A]
+    peak: jax.Array  # int32[F, A]
+    kill: jax.Array  # int32[F, N + 1, A]
+    ready_kill: jax.Array  # int32[F, K + 1, A]
 
 
 def _registers(st: AntsState, r: ReadyList, prep: Prepared, old: OldValues, j, u, d, ant) -> _Regs:
@@ -802,7 +802,7 @@ def _registers(st: AntsState, r: ReadyList, prep: Prepared, old: OldValues, j, u
 
 
 def ants_step(
-    t: jnp.ndarray,
+    t: jax.Array,
     st: AntsState,
     prep: Prepared,
     inp: StepInputs,
@@ -833,7 +833,7 @@ def _step_at_width(
     w: int,
     st: AntsState,
     *,
-    t: jnp.ndarray,
+    t: jax.Array,
     prep: Prepared,
     inp: StepInputs,
     params: ColonyParams,
@@ -846,11 +846,11 @@ def _step_at_width(
 
 def apply_pick(
     st: AntsState,
-    pick: jnp.ndarray,
-    cycle: jnp.ndarray,
-    issued: jnp.ndarray,
+    pick: jax.Array,
+    cycle: jax.Array,
+    issued: jax.Array,
     *,
-    t: jnp.ndarray,
+    t: jax.Array,
     prep: Prepared,
     inp: StepInputs,
 ) -> AntsState:
@@ -901,7 +901,7 @@ def make_seeds(
     *,
     wavefronts: int,
     wavefront_size: int,
-    uniform_exploration: jnp.ndarray | bool,
+    uniform_exploration: jax.Array | bool,
 ) -> AntSeeds:
     """Per-ant seeds for one iteration (three small draws from ``key``)."""
     ants = wavefronts * wavefront_size
@@ -923,11 +923,11 @@ def construct_ants(
     inp: StepInputs,
     params: ColonyParams,
     key: jax.Array,
-    num_steps: jnp.ndarray,
+    num_steps: jax.Array,
     *,
     wavefronts: int,
     wavefront_size: int,
-    uniform_exploration: jnp.ndarray | bool,
+    uniform_exploration: jax.Array | bool,
     batch_axis: str | None = None,
     ant_axis: str | None = None,
 ) -> AntResults:
@@ -948,7 +948,7 @@ def construct_ants(
     seeds = local_ants(seeds, ant_axis)
     ants = seeds.seed.shape[0]
 
-    def body(t: jnp.ndarray, st: AntsState) -> AntsState:
+    def body(t: jax.Array, st: AntsState) -> AntsState:
         return ants_step(t, st, prep, inp, params, seeds, batch_axis=batch_axis)
 
     st = lax.fori_loop(0, num_steps, body, init_ants(prep, ants, inp.key))

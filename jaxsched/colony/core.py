@@ -42,58 +42,58 @@ RP_PASS, ILP_PASS, DONE = 0, 1, 2
 class Schedule(NamedTuple):
     """A schedule of one region (add leading axes for several)."""
 
-    order: jnp.ndarray  # int32[N]: issue order, sentinel N after n
-    peak: jnp.ndarray  # int32[F]: peak RP per file
-    length: jnp.ndarray  # int32[]: its length issued in order (forced stalls only)
+    order: jax.Array  # int32[N]: issue order, sentinel N after n
+    peak: jax.Array  # int32[F]: peak RP per file
+    length: jax.Array  # int32[]: its length issued in order (forced stalls only)
 
 
 class PassSummary(NamedTuple):
     """A finished RP pass of one region."""
 
-    order: jnp.ndarray  # int32[N]: best order, sentinel N
-    cost: jnp.ndarray  # int32[]: its RP cost (the ILP pass's target)
-    peak: jnp.ndarray  # int32[F]
-    length: jnp.ndarray  # int32[]: its length issued in order
-    iterations: jnp.ndarray  # int32[]
-    history_best: jnp.ndarray  # int32[I]
-    history_winner: jnp.ndarray  # int32[I]
-    history_alive: jnp.ndarray  # int32[I]
+    order: jax.Array  # int32[N]: best order, sentinel N
+    cost: jax.Array  # int32[]: its RP cost (the ILP pass's target)
+    peak: jax.Array  # int32[F]
+    length: jax.Array  # int32[]: its length issued in order
+    iterations: jax.Array  # int32[]
+    history_best: jax.Array  # int32[I]
+    history_winner: jax.Array  # int32[I]
+    history_alive: jax.Array  # int32[I]
 
 
 class ColonyState(NamedTuple):
     """Colony state of B regions (every field has the leading batch axis)."""
 
-    phase: jnp.ndarray  # int32[B]: RP_PASS, ILP_PASS or DONE
+    phase: jax.Array  # int32[B]: RP_PASS, ILP_PASS or DONE
     key: jax.Array  # key[B]: the region's key, fold_in(caller's key, fingerprint)
     current: PassState  # [B, ...]: the current (or last) pass
     rp: PassSummary  # [B, ...]: the RP pass, once finished
     retarget: Schedule  # [B, ...]: the "list-target" start, recomputed at the RP pass's cost
     #                     when the ILP pass starts
-    start: jnp.ndarray  # int32[B, 2]: candidate each pass started from (index into SOURCES)
-    start_length: jnp.ndarray  # int32[B]: length of the ILP pass's start
-    length_lower_bound: jnp.ndarray  # int32[B]: possibly tightened by the exact search
+    start: jax.Array  # int32[B, 2]: candidate each pass started from (index into SOURCES)
+    start_length: jax.Array  # int32[B]: length of the ILP pass's start
+    length_lower_bound: jax.Array  # int32[B]: possibly tightened by the exact search
 
 
 class Solution(NamedTuple):
     """Results of B regions (N instructions, F files, I = the config's max_iterations)."""
 
-    order: jnp.ndarray  # int32[B, N]: issue order, sentinel N after n
-    cycles: jnp.ndarray  # int32[B, N]: issue cycle per instruction, padding 0
-    length: jnp.ndarray  # int32[B]: cycles
-    peak: jnp.ndarray  # int32[B, F]: peak RP per file (live-through included)
-    rp_cost: jnp.ndarray  # int32[B]
-    occupancy: jnp.ndarray  # int32[B]
-    source: jnp.ndarray  # int32[B]: index into SOURCES
-    iterations: jnp.ndarray  # int32[B, 2]: colony iterations of the RP and ILP pass
-    history_best: jnp.ndarray  # int32[B, 2, I]: best cost after each iteration, per pass
-    history_winner: jnp.ndarray  # int32[B, 2, I]: iteration winner's cost (BIG: none valid)
-    history_alive: jnp.ndarray  # int32[B, 2, I]: ants that met the pass's RP limit
-    rp_lower_bound: jnp.ndarray  # int32[B]
-    length_lower_bound: jnp.ndarray  # int32[B]
-    heuristic_length: jnp.ndarray  # int32[B]: the best list/input start by (RP cost, length)
-    heuristic_occupancy: jnp.ndarray  # int32[B]
-    optimal_rp: jnp.ndarray  # bool[B]: the RP cost is proven optimal
-    optimal_length: jnp.ndarray  # bool[B]: the length is proven optimal (at this RP cost)
+    order: jax.Array  # int32[B, N]: issue order, sentinel N after n
+    cycles: jax.Array  # int32[B, N]: issue cycle per instruction, padding 0
+    length: jax.Array  # int32[B]: cycles
+    peak: jax.Array  # int32[B, F]: peak RP per file (live-through included)
+    rp_cost: jax.Array  # int32[B]
+    occupancy: jax.Array  # int32[B]
+    source: jax.Array  # int32[B]: index into SOURCES
+    iterations: jax.Array  # int32[B, 2]: colony iterations of the RP and ILP pass
+    history_best: jax.Array  # int32[B, 2, I]: best cost after each iteration, per pass
+    history_winner: jax.Array  # int32[B, 2, I]: iteration winner's cost (BIG: none valid)
+    history_alive: jax.Array  # int32[B, 2, I]: ants that met the pass's RP limit
+    rp_lower_bound: jax.Array  # int32[B]
+    length_lower_bound: jax.Array  # int32[B]
+    heuristic_length: jax.Array  # int32[B]: the best list/input start by (RP cost, length)
+    heuristic_occupancy: jax.Array  # int32[B]
+    optimal_rp: jax.Array  # bool[B]: the RP cost is proven optimal
+    optimal_length: jax.Array  # bool[B]: the length is proven optimal (at this RP cost)
 
 
 def default_config() -> ColonyConfig:
@@ -113,7 +113,7 @@ def _per_region(fn, problem: ColonyProblem, *args):
     return jax.vmap(fn, in_axes=(_problem_axes(problem), *[0] * len(args)))(problem, *args)
 
 
-def _select(mask: jnp.ndarray, new, old):
+def _select(mask: jax.Array, new, old):
     """``new`` where ``mask`` (bool[B]) else ``old``, for pytrees with a leading axis B."""
 
     def sel(a, b):
@@ -131,7 +131,7 @@ def _starts(p: ColonyProblem, s: ColonyState) -> Schedule:
     )
 
 
-def _retarget(p: ColonyProblem, cost: jnp.ndarray, feasible: jnp.ndarray) -> Schedule:
+def _retarget(p: ColonyProblem, cost: jax.Array, feasible: jax.Array) -> Schedule:
     """The list schedule under the per-file RP limits of RP cost ``cost``
     (`target_schedule`, ``feasible`` an order meeting them)."""
     lut, iw, target = p.machine.lut, p.machine.issue_width, p.machine.target_occupancy
@@ -240,7 +240,7 @@ def step(
     num_steps = jnp.max(problem.prep.n)
     live = jax.vmap(partial(running, config=config))(state.current) & (state.phase < DONE)
 
-    def one(p: ColonyProblem, ps: PassState, active: jnp.ndarray) -> PassState:
+    def one(p: ColonyProblem, ps: PassState, active: jax.Array) -> PassState:
         return iterate(
             ps,
             p.prep,
@@ -262,7 +262,7 @@ def run(
     state: ColonyState,
     problem: ColonyProblem,
     params: ColonyParams,
-    steps: jnp.ndarray,
+    steps: jax.Array,
     *,
     config: ColonyConfig | None = None,
 ) -> ColonyState:

@@ -10,7 +10,6 @@ built (`native.register_if_built`), so stored executables that call it load
 from __future__ import annotations
 
 import jax
-import jax.numpy as jnp
 
 from jaxsched import fused
 from jaxsched.colony import native
@@ -61,12 +60,12 @@ def construct(
     inp: StepInputs,
     params: ColonyParams,
     key: jax.Array,
-    num_steps: jnp.ndarray,
+    num_steps: jax.Array,
     *,
     config: ColonyConfig,
-    uniform_exploration: jnp.ndarray | bool,
+    uniform_exploration: jax.Array | bool,
     batch_axis: str | None = None,
-    active: jnp.ndarray | bool = True,
+    active: jax.Array | bool = True,
     ant_axis: str | None = None,
 ) -> AntResults:
     """All ants of one region build a schedule each, by ``config.construction`` (see

@@ -52,10 +52,10 @@ class SlotFill(NamedTuple):
     """Passes the host starts in a pool's slots (leading axis S)."""
 
     start: rules.PassStart  # [S, ...]: each slot's pass start (ignored where not ``fill``)
-    ids: jnp.ndarray  # uint32[S]: the slot's region fingerprint
-    pass_no: jnp.ndarray  # int32[S]: 1 (RP pass) or 2 (ILP pass): the pass's key is
+    ids: jax.Array  # uint32[S]: the slot's region fingerprint
+    pass_no: jax.Array  # int32[S]: 1 (RP pass) or 2 (ILP pass): the pass's key is
     #                       fold_in(fold_in(key, id), pass_no), as in `core`
-    fill: jnp.ndarray  # bool[S]: start this pass in the slot now
+    fill: jax.Array  # bool[S]: start this pass in the slot now
 
 
 def advance(
@@ -65,15 +65,15 @@ def advance(
     params: ColonyParams,
     key: jax.Array,
     fill: SlotFill,
-    steps: jnp.ndarray,
+    steps: jax.Array,
     *,
     config: ColonyConfig,
-) -> tuple[PassState, jnp.ndarray]:
+) -> tuple[PassState, jax.Array]:
     """Start the passes of ``fill``, then iterate every running pass (all of the pool's slots
     at once) up to ``steps`` times, stopping early once a pass that was running ends.
     Returns (passes, bool[S] running)."""
 
-    def start(fs: rules.PassStart, fp: jnp.ndarray, no: jnp.ndarray) -> PassState:
+    def start(fs: rules.PassStart, fp: jax.Array, no: jax.Array) -> PassState:
         k = jax.random.fold_in(jax.random.fold_in(key, fp), no)
         return start_pass(**fs._asdict(), key=k, params=params, config=config)
 
@@ -94,7 +94,7 @@ def advance(
         live = _running(ps, config)
         num_steps = jnp.max(jnp.where(live, prep.n, 0))
 
-        def one(p: Prepared, s: PassState, active: jnp.ndarray) -> PassState:
+        def one(p: Prepared, s: PassState, active: jax.Array) -> PassState:
             return iterate(
                 s, p, machine, params, num_steps,
                 config=config, batch_axis="regions", active=active,
@@ -107,11 +107,11 @@ def advance(
     return passes, _running(passes, config)
 
 
-def _running(passes: PassState, config: ColonyConfig) -> jnp.ndarray:
+def _running(passes: PassState, config: ColonyConfig) -> jax.Array:
     return jax.vmap(partial(running, config=config))(passes)
 
 
-def _select(mask: jnp.ndarray, new, old):
+def _select(mask: jax.Array, new, old):
     def sel(a, b):
         return jnp.where(mask.reshape(mask.shape + (1,) * (a.ndim - 1)), a, b)
 

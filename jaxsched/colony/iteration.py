@@ -25,40 +25,40 @@ from jaxsched.machines.model import RP_UNLIMITED, MachineArrays, rp_cost_jax, rp
 class PassState(NamedTuple):
     """The current pass of one region: its constants, pheromone, global best and history."""
 
-    timed: jnp.ndarray  # bool[]: ILP pass (True) or RP pass (False)
-    skip: jnp.ndarray  # bool[]: the pass does not run (its start is final)
-    heuristic: jnp.ndarray  # f32[]: the start's cost (deposit and initial pheromone reference)
-    lower_bound: jnp.ndarray  # int32[]: the pass ends when the best cost reaches it
-    rp_target: jnp.ndarray  # int32[]: RP cost an ant must not exceed (ILP pass)
-    patience: jnp.ndarray  # int32[]: iterations without improvement before the pass ends
+    timed: jax.Array  # bool[]: ILP pass (True) or RP pass (False)
+    skip: jax.Array  # bool[]: the pass does not run (its start is final)
+    heuristic: jax.Array  # f32[]: the start's cost (deposit and initial pheromone reference)
+    lower_bound: jax.Array  # int32[]: the pass ends when the best cost reaches it
+    rp_target: jax.Array  # int32[]: RP cost an ant must not exceed (ILP pass)
+    patience: jax.Array  # int32[]: iterations without improvement before the pass ends
     key: jax.Array  # key[]: the pass's key; iteration i uses fold_in(key, i)
-    tau: jnp.ndarray  # f32|f16[N + 1, N + 1]: pheromone, row N = start, column N = dummy
+    tau: jax.Array  # f32|f16[N + 1, N + 1]: pheromone, row N = start, column N = dummy
     #                   (dtype: the config's pheromone_dtype)
-    best_order: jnp.ndarray  # int32[N]: global best order, sentinel N after n
-    best_cost: jnp.ndarray  # int32[]: RP cost (RP pass) or length (ILP pass)
-    best_peak: jnp.ndarray  # int32[F]
-    best_stalls: jnp.ndarray  # int32[]
-    stall_budget: jnp.ndarray  # f32[]: G (ILP pass)
-    iteration: jnp.ndarray  # int32[]: iterations run
-    no_improve: jnp.ndarray  # int32[]
-    caution: jnp.ndarray  # int32[]: iterations so far in which every ant died (see soft_limit)
-    history_best: jnp.ndarray  # int32[I]: global best cost after each iteration (-1 unused)
-    history_winner: jnp.ndarray  # int32[I]: iteration winner's cost (BIG: no valid ant)
-    history_alive: jnp.ndarray  # int32[I]: ants that met the RP limit in each iteration
+    best_order: jax.Array  # int32[N]: global best order, sentinel N after n
+    best_cost: jax.Array  # int32[]: RP cost (RP pass) or length (ILP pass)
+    best_peak: jax.Array  # int32[F]
+    best_stalls: jax.Array  # int32[]
+    stall_budget: jax.Array  # f32[]: G (ILP pass)
+    iteration: jax.Array  # int32[]: iterations run
+    no_improve: jax.Array  # int32[]
+    caution: jax.Array  # int32[]: iterations so far in which every ant died (see soft_limit)
+    history_best: jax.Array  # int32[I]: global best cost after each iteration (-1 unused)
+    history_winner: jax.Array  # int32[I]: iteration winner's cost (BIG: no valid ant)
+    history_alive: jax.Array  # int32[I]: ants that met the RP limit in each iteration
 
 
 def start_pass(
     *,
-    timed: jnp.ndarray,
-    skip: jnp.ndarray,
-    order: jnp.ndarray,
-    cost: jnp.ndarray,
-    peak: jnp.ndarray,
-    stalls: jnp.ndarray,
-    stall_budget: jnp.ndarray,
-    lower_bound: jnp.ndarray,
-    rp_target: jnp.ndarray,
-    patience: jnp.ndarray,
+    timed: jax.Array,
+    skip: jax.Array,
+    order: jax.Array,
+    cost: jax.Array,
+    peak: jax.Array,
+    stalls: jax.Array,
+    stall_budget: jax.Array,
+    lower_bound: jax.Array,
+    rp_target: jax.Array,
+    patience: jax.Array,
     key: jax.Array,
     params: ColonyParams,
     config: ColonyConfig,
@@ -97,7 +97,7 @@ def start_pass(
     )
 
 
-def running(ps: PassState, config: ColonyConfig) -> jnp.ndarray:
+def running(ps: PassState, config: ColonyConfig) -> jax.Array:
     """bool[]: the pass goes on (not skipped, above its bound, patient, under the cap)."""
     return (
         ~ps.skip
@@ -108,8 +108,8 @@ def running(ps: PassState, config: ColonyConfig) -> jnp.ndarray:
 
 
 def ant_costs(
-    res: AntResults, machine: MachineArrays, timed: jnp.ndarray, wavefront_size: int
-) -> jnp.ndarray:
+    res: AntResults, machine: MachineArrays, timed: jax.Array, wavefront_size: int
+) -> jax.Array:
     """int32[A] cost per ant (BIG when dead): RP cost in the RP pass, length in the ILP pass.
 
     The ILP pass applies the wavefront rule: once an ant of a wavefront completes, its
@@ -147,7 +147,7 @@ def step_inputs(
     )
 
 
-def _deposit(ps: PassState, order: jnp.ndarray, cost: jnp.ndarray, params: ColonyParams):
+def _deposit(ps: PassState, order: jax.Array, cost: jax.Array, params: ColonyParams):
     """[N + 1, N + 1] (the table's dtype): evaporate, deposit on the winner's links (none
     when no ant was valid), clamp to [tau_min, tau_max]."""
     N = order.shape[0]
@@ -166,11 +166,11 @@ def iterate(
     prep: Prepared,
     machine: MachineArrays,
     params: ColonyParams,
-    num_steps: jnp.ndarray,
+    num_steps: jax.Array,
     *,
     config: ColonyConfig,
     batch_axis: str | None = None,
-    active: jnp.ndarray | bool = True,
+    active: jax.Array | bool = True,
 ) -> PassState:
     """One iteration of the pass (call it only while `running`). ``num_steps`` (unbatched):
     the batch's largest n; ``batch_axis``: the name of a `vmap` over regions, if any;

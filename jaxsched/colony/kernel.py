@@ -101,14 +101,14 @@ class _Tables(NamedTuple):
 class _Lanes(NamedTuple):
     """Per-ant scalars held in registers (the step loop's carry), ``[B]`` / ``[F, B]``."""
 
-    count: jnp.ndarray
-    last: jnp.ndarray
-    cycle: jnp.ndarray
-    issued: jnp.ndarray
-    stalls: jnp.ndarray
-    dead: jnp.ndarray
-    live_w: jnp.ndarray
-    peak: jnp.ndarray
+    count: jax.Array
+    last: jax.Array
+    cycle: jax.Array
+    issued: jax.Array
+    stalls: jax.Array
+    dead: jax.Array
+    live_w: jax.Array
+    peak: jax.Array
 
 
 def _lanes_of(st: C.AntsState) -> _Lanes:
@@ -117,7 +117,7 @@ def _lanes_of(st: C.AntsState) -> _Lanes:
     )
 
 
-def _row(table, j: jnp.ndarray, width: int) -> jnp.ndarray:
+def _row(table, j: jax.Array, width: int) -> jax.Array:
     """[width, B]: row ``j`` [B] of a per-instruction table [N + 1, width], transposed."""
     col = lax.broadcasted_iota(jnp.int32, (width, j.shape[0]), 0)
     return table[jnp.broadcast_to(j[None], col.shape), col]
@@ -273,7 +273,7 @@ def _registers(S: C.AntsState, T: _Tables, L: _Lanes, lane, j, u, d, old, barrie
     return up
 
 
-def _widths(reg_wf, regs: jnp.ndarray) -> jnp.ndarray:
+def _widths(reg_wf, regs: jax.Array) -> jax.Array:
     """int32[F, M, B]: width of registers ``regs`` [M, B] in each file."""
     F = reg_wf.shape[1]
     f = lax.broadcasted_iota(jnp.int32, (F, *regs.shape), 0)
@@ -323,7 +323,7 @@ def fused_construction(
     inp: C.StepInputs,
     params: ColonyParams,
     seeds: C.AntSeeds,
-    num_steps: jnp.ndarray,
+    num_steps: jax.Array,
     *,
     block: int = DEFAULT_BLOCK,
     interpret: bool = False,
@@ -370,13 +370,13 @@ def construct_ants_fused(
     inp: C.StepInputs,
     params: ColonyParams,
     key: jax.Array,
-    num_steps: jnp.ndarray,
+    num_steps: jax.Array,
     *,
     wavefronts: int,
     wavefront_size: int,
-    uniform_exploration: jnp.ndarray | bool,
+    uniform_exploration: jax.Array | bool,
     batch_axis: str | None = None,
-    active: jnp.ndarray | bool = True,
+    active: jax.Array | bool = True,
     block: int = DEFAULT_BLOCK,
     interpret: bool = False,
 ) -> C.AntResults:

@@ -87,59 +87,59 @@ class ColonyParams(NamedTuple):
     `pass_params` and `jaxsched.tune`.
     """
 
-    explore_scale: jnp.ndarray  # f32[]: q0 = max(0, 1 - explore_scale / n)
-    decay: jnp.ndarray  # f32[]: evaporation rho, tau *= 1 - rho
-    deposit_scale: jnp.ndarray  # f32[]: d = (1 - min(1, cost / (ref * heur))) * scale + base
-    deposit_base: jnp.ndarray  # f32[]
-    deposit_ref: jnp.ndarray  # f32[]: the 1.5 in the deposit formula
-    tau_min: jnp.ndarray  # f32[]: pheromone clamp (MAX-MIN)
-    tau_max: jnp.ndarray  # f32[]
-    rp_damping: jnp.ndarray  # f32[]: score factor for a candidate that raises RP while another
+    explore_scale: jax.Array  # f32[]: q0 = max(0, 1 - explore_scale / n)
+    decay: jax.Array  # f32[]: evaporation rho, tau *= 1 - rho
+    deposit_scale: jax.Array  # f32[]: d = (1 - min(1, cost / (ref * heur))) * scale + base
+    deposit_base: jax.Array  # f32[]
+    deposit_ref: jax.Array  # f32[]: the 1.5 in the deposit formula
+    tau_min: jax.Array  # f32[]: pheromone clamp (MAX-MIN)
+    tau_max: jax.Array  # f32[]
+    rp_damping: jax.Array  # f32[]: score factor for a candidate that raises RP while another
     #                          eligible one does not (0.9)
-    overflow_damping: jnp.ndarray  # f32[]: score factor for a candidate that would break the RP
+    overflow_damping: jax.Array  # f32[]: score factor for a candidate that would break the RP
     #                                target while another eligible one would not (0: avoid)
-    stall_fraction: jnp.ndarray  # f32[]: share of wavefronts allowed optional stalls (0.25)
-    stall_budget_factor: jnp.ndarray  # f32[]: the 1.2 in G = floor(1.2 * max(LB, CP+1)) - n
-    weight_cp: jnp.ndarray  # f32[] | f32[2]: heuristic key weights: critical path
-    weight_successors: jnp.ndarray  # f32[] | f32[2]: successor count
-    weight_last_use: jnp.ndarray  # f32[]: dynamic last-use count (width killed), ILP pass
-    weight_last_use_rp: jnp.ndarray  # f32[]: the same in the RP pass (its guiding heuristic
+    stall_fraction: jax.Array  # f32[]: share of wavefronts allowed optional stalls (0.25)
+    stall_budget_factor: jax.Array  # f32[]: the 1.2 in G = floor(1.2 * max(LB, CP+1)) - n
+    weight_cp: jax.Array  # f32[] | f32[2]: heuristic key weights: critical path
+    weight_successors: jax.Array  # f32[] | f32[2]: successor count
+    weight_last_use: jax.Array  # f32[]: dynamic last-use count (width killed), ILP pass
+    weight_last_use_rp: jax.Array  # f32[]: the same in the RP pass (its guiding heuristic
     #                                  is LUC-then-CP, as the list scheduler's RP priority)
-    score_floor: jnp.ndarray  # f32[]: minimum score of an eligible candidate (1e-7)
-    start_deposit: jnp.ndarray  # f32[]: pheromone added to the start schedule's links when a
+    score_floor: jax.Array  # f32[]: minimum score of an eligible candidate (1e-7)
+    start_deposit: jax.Array  # f32[]: pheromone added to the start schedule's links when a
     #                             pass starts (before the clamp)
-    tau_init_ants: jnp.ndarray  # f32[]: the "ants" of the initial pheromone
+    tau_init_ants: jax.Array  # f32[]: the "ants" of the initial pheromone
     #                             clamp(tau_init_ants / (cost + 1)) (256; the spec uses the
     #                             ant count, which saturates the table at tau_max with many
     #                             ants and hides the start: more ants must sample the same
     #                             distribution, not a flatter one)
-    patience_scale: jnp.ndarray  # f32[]: a pass ends after this many times 1, 2, 3, 3 (n < 50,
+    patience_scale: jax.Array  # f32[]: a pass ends after this many times 1, 2, 3, 3 (n < 50,
     #                              < 100, < 1000, more) iterations without improvement (1)
-    caution_step: jnp.ndarray  # f32[]: after an iteration in which every ant died, ants are
+    caution_step: jax.Array  # f32[]: after an iteration in which every ant died, ants are
     #                            steered below the RP limit minus this fraction of it per
     #                            such iteration (0.125) ...
-    caution_max: jnp.ndarray  # f32[]: ... at most this many times (4); until then such an
+    caution_max: jax.Array  # f32[]: ... at most this many times (4); until then such an
     #                           iteration does not count towards the pass's patience
-    cycle_threshold: jnp.ndarray  # f32[]: skip the ILP pass when its start is within this many
+    cycle_threshold: jax.Array  # f32[]: skip the ILP pass when its start is within this many
     #                               cycles of the length bound (21; -1: never skip) ...
-    cycle_threshold_fraction: jnp.ndarray  # f32[]: ... and within this fraction of the bound
+    cycle_threshold_fraction: jax.Array  # f32[]: ... and within this fraction of the bound
     #                                        (0.01: small regions are not skipped at 21 cycles)
-    occ_gain: jnp.ndarray  # f32[]: revert filter: keep the shortest start when the colony gained
-    max_len_loss: jnp.ndarray  # f32[]: at most occ_gain occupancy (3) but lost more than
+    occ_gain: jax.Array  # f32[]: revert filter: keep the shortest start when the colony gained
+    max_len_loss: jax.Array  # f32[]: at most occ_gain occupancy (3) but lost more than
     #                            max_len_loss cycles (63); occ_gain 0 turns the filter off
-    rp_headroom: jnp.ndarray  # f32[]: headroom rule: the top fraction of each file's RP limit
+    rp_headroom: jax.Array  # f32[]: headroom rule: the top fraction of each file's RP limit
     #                           that a result enters above the frugal candidate's peak (the
     #                           lowest at the same RP target) only as headroom_allowance
     #                           allows (0.125; 0 turns the rule off)
-    headroom_allowance: jnp.ndarray  # f32[]: the fraction of a limit a result may take in
+    headroom_allowance: jax.Array  # f32[]: the fraction of a limit a result may take in
     #                                  the headroom per fraction of length it gains (2: 10%
     #                                  shorter buys 20% of the limit; the MIR path: 0)
-    weight_latency: jnp.ndarray  # f32[] | f32[2]: the instruction's largest latency to a
+    weight_latency: jax.Array  # f32[] | f32[2]: the instruction's largest latency to a
     #                              successor
-    weight_position: jnp.ndarray  # f32[] | f32[2]: earliness in the input order
-    weight_kill: jnp.ndarray  # f32[] | f32[2] | f32[2, F]: width it would kill now, per file
-    weight_born: jnp.ndarray  # f32[] | f32[2] | f32[2, F]: width it defines, per file
-    weight_wait: jnp.ndarray  # f32[] | f32[2]: cycles until it is ready (ILP pass)
+    weight_position: jax.Array  # f32[] | f32[2]: earliness in the input order
+    weight_kill: jax.Array  # f32[] | f32[2] | f32[2, F]: width it would kill now, per file
+    weight_born: jax.Array  # f32[] | f32[2] | f32[2, F]: width it defines, per file
+    weight_wait: jax.Array  # f32[] | f32[2]: cycles until it is ready (ILP pass)
 
 
 #: The spec's defaults (and the driver's filter values).
@@ -213,7 +213,7 @@ def default_params(**overrides) -> ColonyParams:
     return ColonyParams(**{k: param_array(k, v) for k, v in values.items()})
 
 
-def param_array(name: str, value, files: int | None = None) -> jnp.ndarray:
+def param_array(name: str, value, files: int | None = None) -> jax.Array:
     """``value`` as the f32 array of field ``name``, its shape checked: a scalar; a heuristic
     weight also ``[2]`` (RP, ILP pass) and a per-file one ``[2, F]`` (``F = files`` when
     given). Raises `InputError` naming the field otherwise. Traced values pass unchecked."""
@@ -249,12 +249,12 @@ def _shapes(name: str, files: int | None) -> str:
     return "[] or [2] (RP, ILP pass)" + (f" or [2, {f}]" if name in PER_FILE_WEIGHTS else "")
 
 
-def pass_params(params: ColonyParams, timed: jnp.ndarray) -> ColonyParams:
+def pass_params(params: ColonyParams, timed: jax.Array) -> ColonyParams:
     """``params`` for one pass (``timed``: the ILP pass): every heuristic weight given per pass
     (``[2, ...]``: RP, ILP) replaced by its pass's value, so a weight is a scalar, or ``[F]``
     for a per-file one. Construction (`construct`) takes pass parameters; apply this once."""
 
-    def one(w: jnp.ndarray) -> jnp.ndarray:
+    def one(w: jax.Array) -> jax.Array:
         w = jnp.asarray(w)
         return w if w.ndim == 0 else jnp.where(timed, w[1], w[0])
 
@@ -262,7 +262,7 @@ def pass_params(params: ColonyParams, timed: jnp.ndarray) -> ColonyParams:
     return params._replace(**{k: one(getattr(params, k)) for k in names})
 
 
-def no_improvement_limit(n: jnp.ndarray, scale: jnp.ndarray = 1.0, *, xp=jnp) -> jnp.ndarray:
+def no_improvement_limit(n: jax.Array, scale: jax.Array = 1.0, *, xp=jnp) -> jax.Array:
     """int32[...]: iterations without improvement before a pass stops: ``scale`` times 1, 2,
     3, 3 for n < 50, < 100, < 1000 and larger, rounded, at least 1 (traceable; ``xp=numpy``
     on the host)."""

@@ -57,19 +57,19 @@ class ColonyProblem(NamedTuple):
     dev: DeviceRegion  # [B, ...]: the padded regions
     prep: Prepared  # [B, ...]: their construction tables
     machine: MachineArrays  # the machine (not batched)
-    ids: jnp.ndarray  # uint32[B]: region fingerprints (`jaxsched.problem.fingerprint`)
-    real: jnp.ndarray  # bool[B]: False for batch padding (copies of region 0)
-    start_order: jnp.ndarray  # int32[B, S, N]: starting orders, sentinel N after n
-    start_peak: jnp.ndarray  # int32[B, S, F]: their peak RP per file
-    start_length: jnp.ndarray  # int32[B, S]: their length issued in order (forced stalls only)
-    start_allowed: jnp.ndarray  # bool[B, S]: the colony may start from (and return) this one
-    rp_lower_bound: jnp.ndarray  # int32[B]: RP cost lower bound
-    length_lower_bound: jnp.ndarray  # int32[B]: length lower bound (cycles, latency pass)
-    critical_path: jnp.ndarray  # int32[B]: latency-weighted critical path length (cycles)
-    proven: jnp.ndarray  # bool[B]: the exact start is proven optimal (the colony is skipped)
-    exact_rp_cost: jnp.ndarray  # int32[B]: RP cost under which ``exact_length_bound`` holds
+    ids: jax.Array  # uint32[B]: region fingerprints (`jaxsched.problem.fingerprint`)
+    real: jax.Array  # bool[B]: False for batch padding (copies of region 0)
+    start_order: jax.Array  # int32[B, S, N]: starting orders, sentinel N after n
+    start_peak: jax.Array  # int32[B, S, F]: their peak RP per file
+    start_length: jax.Array  # int32[B, S]: their length issued in order (forced stalls only)
+    start_allowed: jax.Array  # bool[B, S]: the colony may start from (and return) this one
+    rp_lower_bound: jax.Array  # int32[B]: RP cost lower bound
+    length_lower_bound: jax.Array  # int32[B]: length lower bound (cycles, latency pass)
+    critical_path: jax.Array  # int32[B]: latency-weighted critical path length (cycles)
+    proven: jax.Array  # bool[B]: the exact start is proven optimal (the colony is skipped)
+    exact_rp_cost: jax.Array  # int32[B]: RP cost under which ``exact_length_bound`` holds
     #                             (-1: none)
-    exact_length_bound: jnp.ndarray  # int32[B]: proven length bound at ``exact_rp_cost``
+    exact_length_bound: jax.Array  # int32[B]: proven length bound at ``exact_rp_cost``
 
     @property
     def batch(self) -> int:

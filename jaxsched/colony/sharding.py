@@ -151,7 +151,7 @@ def _shard(fn, mesh: Mesh, in_specs: tuple, out_specs):
     return jax.shard_map(fn, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_vma=False)
 
 
-def _all_done(s: ColonyState) -> jnp.ndarray:
+def _all_done(s: ColonyState) -> jax.Array:
     """int32[]: 1 when every region of every row is done (the same on every device)."""
     return lax.pmin((s.phase == DONE).all().astype(jnp.int32), (REGION_AXIS, ANT_AXIS))
 

@@ -54,12 +54,12 @@ class TuneProblem(NamedTuple):
 
     prob: ColonyProblem  # [B, ...]
     ctx: PassState  # [B, ...]: each region's first running pass before its first iteration
-    length_cap: jnp.ndarray  # f32[B]: n * (1 + largest latency) + 1
+    length_cap: jax.Array  # f32[B]: n * (1 + largest latency) + 1
 
 
 class Samples(NamedTuple):
-    order: jnp.ndarray  # int32[B, A, N]: sentinel N after each region's n
-    cost: jnp.ndarray  # f32[B, A]: `order_costs`
+    order: jax.Array  # int32[B, A, N]: sentinel N after each region's n
+    cost: jax.Array  # f32[B, A]: `order_costs`
 
 
 @partial(jax.jit, static_argnames="config")
@@ -74,7 +74,7 @@ def tune_problem(
     return TuneProblem(prob, ctx, n * (1.0 + lat) + 1.0)
 
 
-def order_costs(problem: TuneProblem, orders: jnp.ndarray) -> jnp.ndarray:
+def order_costs(problem: TuneProblem, orders: jax.Array) -> jax.Array:
     """f32[B, A]: the cost of each order (int32[B, A, N]; see the module docstring)."""
     p = problem.prob
     iw = p.machine.issue_width
@@ -132,8 +132,8 @@ def sample(problem: TuneProblem, params: ColonyParams, key: jax.Array, ants: Ant
 
 
 class Replay(NamedTuple):
-    log_prob: jnp.ndarray  # f32[B, A, N]: log-probability of each step's choice (0 when done)
-    agree: jnp.ndarray  # bool[B, A, N]: the sampler with ``key`` picks the same slot
+    log_prob: jax.Array  # f32[B, A, N]: log-probability of each step's choice (0 when done)
+    agree: jax.Array  # bool[B, A, N]: the sampler with ``key`` picks the same slot
 
 
 def _choice_log_prob(score, eligible, slot, q0, active):
@@ -181,7 +181,7 @@ def _replay_region(prep, inp, pp, orders, seeds: C.AntSeeds):
 def replay(
     problem: TuneProblem,
     params: ColonyParams,
-    orders: jnp.ndarray,
+    orders: jax.Array,
     key: jax.Array | None = None,
     ants: Ants | None = None,
 ) -> Replay:
@@ -202,8 +202,8 @@ def replay(
 
 
 def log_prob(
-    problem: TuneProblem, params: ColonyParams, orders: jnp.ndarray, ants: Ants | None = None
-) -> jnp.ndarray:
+    problem: TuneProblem, params: ColonyParams, orders: jax.Array, ants: Ants | None = None
+) -> jax.Array:
     """f32[B, A]: the log-probability of each order (int32[B, A, N]) under ``params``,
     differentiable in the float parameters (`replay`). ``ants``: the wavefront layout of the
     orders (it decides which ants may stall), default one wavefront."""

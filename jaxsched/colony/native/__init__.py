@@ -210,9 +210,9 @@ def _scalars(
     prep: Prepared,
     inp: StepInputs,
     params: ColonyParams,
-    num_steps: jnp.ndarray,
-    active: jnp.ndarray | bool,
-) -> tuple[jnp.ndarray, jnp.ndarray]:
+    num_steps: jax.Array,
+    active: jax.Array | bool,
+) -> tuple[jax.Array, jax.Array]:
     """The kernel's ``ints`` (int32[5 + 2F]) and ``floats`` (f32[10 + 2F]) operands (see
     construct.cc). The key's weight sums are computed here with the `lax` path's expressions
     (`construct._scores`, `construct._dynamic_terms`), so they round alike."""
@@ -251,12 +251,12 @@ def construct_ants_native(
     inp: StepInputs,
     params: ColonyParams,
     key: jax.Array,
-    num_steps: jnp.ndarray,
+    num_steps: jax.Array,
     *,
     wavefronts: int,
     wavefront_size: int,
-    uniform_exploration: jnp.ndarray | bool,
-    active: jnp.ndarray | bool = True,
+    uniform_exploration: jax.Array | bool,
+    active: jax.Array | bool = True,
 ) -> AntResults:
     """`construct.construct_ants` by the native kernel (CPU): identical results for identical
     inputs (same seeds, `construct.make_seeds`). ``params``: pass parameters. ``active``
