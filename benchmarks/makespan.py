@@ -35,7 +35,7 @@ import harness
 HERE = Path(__file__).resolve().parent
 C_SOURCE = HERE / "makespan_anneal.c"
 
-SM_BENCH = SM(4, {"L": 1, "C": 4, "S": 1, "D": 0.5})
+SM_BENCH = SM(schedulers=4, capacity={"L": 1, "C": 4, "S": 1, "D": 0.5})
 #: (name, kernel, warps); the last is the time-to-best instance (16 warps x 20 = 320 instr.).
 INSTANCES = [
     ("short", "LCCSLCCL", 16),

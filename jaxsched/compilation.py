@@ -89,7 +89,18 @@ class CompileCache:
         exe = self._cache.get(key)
         if exe is not None:
             if record_hit:
-                self.events.append(CompileEvent(name, "memory", 0.0, 0.0, 0.0, 0.0, 0.0, 0))
+                self.events.append(
+                    CompileEvent(
+                        function=name,
+                        source="memory",
+                        trace_s=0.0,
+                        lower_s=0.0,
+                        compile_s=0.0,
+                        load_s=0.0,
+                        save_s=0.0,
+                        size=0,
+                    )
+                )
             return exe, 0.0
         relieve_map_pressure()  # loaded executables hold memory maps too
         store = default_store() if self.store == "default" else self.store
@@ -99,7 +110,16 @@ class CompileCache:
             exe, dt = loaded.executable, loaded.seconds
             self.loads += 1
             self.load_seconds += dt
-            event = CompileEvent(name, "store", 0.0, 0.0, 0.0, dt, 0.0, loaded.size)
+            event = CompileEvent(
+                function=name,
+                source="store",
+                trace_s=0.0,
+                lower_s=0.0,
+                compile_s=0.0,
+                load_s=dt,
+                save_s=0.0,
+                size=loaded.size,
+            )
         else:
             exe, times = _compile(fn, static, args)
             dt = sum(times)
@@ -111,7 +131,17 @@ class CompileCache:
             self.saves += bool(size)
             self.save_seconds += save_s
             self.saved_bytes += size
-            event = CompileEvent(name, "compiled", *times, 0.0, save_s, size)
+            trace_s, lower_s, compile_s = times
+            event = CompileEvent(
+                function=name,
+                source="compiled",
+                trace_s=trace_s,
+                lower_s=lower_s,
+                compile_s=compile_s,
+                load_s=0.0,
+                save_s=save_s,
+                size=size,
+            )
         self.events.append(event)
         self._cache[key] = exe
         return exe, dt

@@ -107,7 +107,7 @@ def schedule_files(
     """
     machine = machine or _default_machine()
     mcpu, mattr = _machine_cpu(machine.name, mcpu)
-    files = [FileSchedule(str(p)) for p in paths]
+    files = [FileSchedule(path=str(p)) for p in paths]
     for f in files:
         _read_one(f, mcpu, mattr, llc, force_target)
     good = [f for f in files if f.error is None]

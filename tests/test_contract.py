@@ -51,7 +51,7 @@ def _colony() -> Core:
 
 
 def _annealer() -> Core:
-    norm = ms.normalize("LCCSLD", ms.SM(4, {"L": 1, "C": 4, "S": 1, "D": 0.5}))
+    norm = ms.normalize("LCCSLD", ms.SM(schedulers=4, capacity={"L": 1, "C": 4, "S": 1, "D": 0.5}))
     warps, chains = 4, 8
     tab = ms.tables(norm, warps)
 

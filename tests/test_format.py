@@ -73,7 +73,10 @@ def rejects(d: dict, *patterns: str) -> str:
 def test_dict_round_trip():
     r = region_from_dict(base())
     assert region_to_dict(r) == base()
-    assert r.edges == (Edge(0, 2, 1, "data"), Edge(1, 2, 0, "other"))
+    assert r.edges == (
+        Edge(src=0, dst=2, latency=1, kind="data"),
+        Edge(src=1, dst=2, latency=0, kind="other"),
+    )
     again = region_from_dict(json.loads(json.dumps(region_to_dict(r))))
     assert region_to_dict(again) == region_to_dict(r)
 
@@ -221,7 +224,10 @@ def test_duplicate_edges_merge_larger_latency_wins():
     d = base()
     d["edges"] = [[0, 2, 2], [0, 2, 5, "anti"], [0, 2, 3], [1, 2, 4, "anti"], [1, 2, 4]]
     r = region_from_dict(d)
-    assert r.edges == (Edge(0, 2, 5, "anti"), Edge(1, 2, 4, "data"))
+    assert r.edges == (
+        Edge(src=0, dst=2, latency=5, kind="anti"),
+        Edge(src=1, dst=2, latency=4, kind="data"),
+    )
 
 
 def test_omitted_live_in_and_live_out_defaults():
@@ -294,9 +300,9 @@ def test_region_build_rejects_any_python_value():
         "p",
         [("a", ["%1"], []), Instruction("b", (), ("%1",))],
         {"%1": ("VGPR", 1)},
-        [Edge(0, 1, 1)],
+        [Edge(src=0, dst=1, latency=1)],
     )
-    assert ok.edges == (Edge(0, 1, 1, "data"),)
+    assert ok.edges == (Edge(src=0, dst=1, latency=1, kind="data"),)
     for args in [
         ("p", 7, {}, []),
         ("p", [7], {}, []),

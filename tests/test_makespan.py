@@ -17,10 +17,10 @@ from jaxsched.makespan.host import STARTS
 from jaxsched.makespan.model import UNITS, fixed_priority, lower_bound, most_pending, round_robin
 
 CONFIGS = [
-    SM(4, {"L": 1, "C": 4, "S": 1, "D": 0.5}),
-    SM(2, {"L": 1, "C": 2, "S": 0.5, "D": 0.25}),
-    SM(1, {"L": 1, "C": 1, "S": 1, "D": 1}),
-    SM(3, {"L": 2, "C": 3, "S": 1, "D": 1}, cycles={"S": 2}),
+    SM(schedulers=4, capacity={"L": 1, "C": 4, "S": 1, "D": 0.5}),
+    SM(schedulers=2, capacity={"L": 1, "C": 2, "S": 0.5, "D": 0.25}),
+    SM(schedulers=1, capacity={"L": 1, "C": 1, "S": 1, "D": 1}),
+    SM(schedulers=3, capacity={"L": 2, "C": 3, "S": 1, "D": 1}, cycles={"S": 2}),
 ]
 
 
@@ -35,16 +35,16 @@ def test_normalisation_rules():
     assert norm.repeat == {"L": 1, "C": 1, "S": 8, "D": 3}
     assert list(norm.capacity) == [1, 4, 1, 1]
     # Fractional capacities above 1 round down; capacities above sigma are clipped.
-    norm = normalize("LLC", SM(2, {"L": 1.5, "C": 9}))
+    norm = normalize("LLC", SM(schedulers=2, capacity={"L": 1.5, "C": 9}))
     assert norm.kernel == "LLC" and list(norm.capacity[:2]) == [1, 2]
     # Unused units never bind.
-    assert int(normalize("C", SM(3, {"C": 1})).capacity[UNITS.index("S")]) == 3
+    assert int(normalize("C", SM(schedulers=3, capacity={"C": 1})).capacity[UNITS.index("S")]) == 3
     # Lower case and spaces are accepted.
-    assert normalize(" lc c ", SM(1, {"L": 1, "C": 1})).kernel == "LCC"
+    assert normalize(" lc c ", SM(schedulers=1, capacity={"L": 1, "C": 1})).kernel == "LCC"
 
 
 def test_lower_bound_formula():
-    norm = normalize("LLCS", SM(2, {"L": 1, "C": 2, "S": 0.5}))  # -> LLCSS
+    norm = normalize("LLCS", SM(schedulers=2, capacity={"L": 1, "C": 2, "S": 0.5}))  # -> LLCSS
     # max(ceil(3*5/2)=8, L: 3*2/1=6, C: ceil(3/2)=2, S: 3*2/1=6, I=5)
     assert lower_bound(norm, 3) == 8
     assert lower_bound(norm, 1) == 5
@@ -55,12 +55,12 @@ def test_lower_bound_formula():
     [
         (lambda: normalize("LCX", CONFIGS[0]), "invalid letter"),
         (lambda: normalize("", CONFIGS[0]), "empty"),
-        (lambda: normalize("LCS", SM(2, {"L": 1, "C": 1})), "no capacity"),
-        (lambda: SM(2, {"L": 0}), "zero capacity"),
-        (lambda: SM(2, {"L": -1}), "positive"),
-        (lambda: SM(0, {"L": 1}), "schedulers"),
-        (lambda: SM(2, {"Q": 1}), "unknown unit"),
-        (lambda: SM(2, {"L": 1}, cycles={"L": 0}), "cycles"),
+        (lambda: normalize("LCS", SM(schedulers=2, capacity={"L": 1, "C": 1})), "no capacity"),
+        (lambda: SM(schedulers=2, capacity={"L": 0}), "zero capacity"),
+        (lambda: SM(schedulers=2, capacity={"L": -1}), "positive"),
+        (lambda: SM(schedulers=0, capacity={"L": 1}), "schedulers"),
+        (lambda: SM(schedulers=2, capacity={"Q": 1}), "unknown unit"),
+        (lambda: SM(schedulers=2, capacity={"L": 1}, cycles={"L": 0}), "cycles"),
         (lambda: estimate("LC", 0, CONFIGS[0]), "warps"),
         (lambda: estimate("LC", 2, CONFIGS[0], chains=0), "chains"),
         (lambda: estimate("LC", 2, CONFIGS[0], starts=("nope",)), "starts"),

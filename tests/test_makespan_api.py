@@ -27,7 +27,7 @@ from jaxsched.makespan.anneal import temperature
 from jaxsched.makespan.decoder import decode_bytes
 from jaxsched.makespan.host import anneal_bytes, plan_estimate
 
-SM4 = SM(4, {"L": 1, "C": 4, "S": 1, "D": 0.5})
+SM4 = SM(schedulers=4, capacity={"L": 1, "C": 4, "S": 1, "D": 0.5})
 WARPS, CHAINS, STEPS = 4, 8, 24
 #: Reference runs are jitted (an eager fori_loop recompiles per call); jit == eager is tested.
 RUN = jax.jit(run)

@@ -34,7 +34,9 @@ def test_cli_json(capsys):
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
     assert out["kernel"] == "LLCSS"
-    exact = exact_worst_case("LLCS", 3, SM(2, {"L": 1, "C": 2, "S": 0.5})).makespan
+    exact = exact_worst_case(
+        "LLCS", 3, SM(schedulers=2, capacity={"L": 1, "C": 2, "S": 0.5})
+    ).makespan
     assert out["exact"] == exact
     assert out["lower_bound"] <= out["estimate"] <= exact
     assert len(out["warp_string"]) == 15 and len(out["cycles"]) == 3

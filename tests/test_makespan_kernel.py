@@ -35,7 +35,7 @@ def _instance(rng: np.random.Generator, n_instr: int, warps: int, chains: int):
     a random SM (1..4 schedulers, integer capacities 1..4: the length stays ``n_instr``)."""
     kernel = "".join(rng.choice(list("LCSD"), n_instr))
     caps = {u: int(rng.integers(1, 5)) for u in "LCSD"}
-    norm = normalize(kernel, SM(int(rng.integers(1, 5)), caps))
+    norm = normalize(kernel, SM(schedulers=int(rng.integers(1, 5)), capacity=caps))
     tab = tables(norm, warps)
     key = jax.random.key(int(rng.integers(1 << 30)))
     strings, _ = ms.start_strings(norm, warps, chains, ms.STARTS, key)
@@ -85,7 +85,7 @@ def test_fused_equals_lax_on_random_instances(n_instr, warps, chains, instances)
 def test_fused_equals_lax_on_tight_capacities_and_resumed_runs():
     # Capacity 1 everywhere: long schedules (four bit-set words); a run split into two calls
     # equals one call (step it draws from fold_in(key, it)).
-    norm = normalize("LLLLCSDL", SM(2, dict.fromkeys("LCSD", 1)))
+    norm = normalize("LLLLCSDL", SM(schedulers=2, capacity=dict.fromkeys("LCSD", 1)))
     tab = tables(norm, 16)
     strings, _ = ms.start_strings(norm, 16, 8, ms.STARTS, jax.random.key(7))
     state = INIT(tab, jnp.asarray(strings))
@@ -103,7 +103,10 @@ def test_fused_equals_lax_on_tight_capacities_and_resumed_runs():
 @pytest.mark.parametrize(("n_instr", "warps", "chains"), [(6, 4, 1), (16, 8, 1024), (64, 64, 512)])
 def test_kernel_lowers_for_cuda(n_instr, warps, chains):
     # Catches every primitive the Pallas Triton lowering lacks (as it would on the GPU).
-    norm = normalize("LCCSLD" * (n_instr // 6) + "L" * (n_instr % 6), SM(4, {u: 2 for u in "LCSD"}))
+    norm = normalize(
+        "LCCSLD" * (n_instr // 6) + "L" * (n_instr % 6),
+        SM(schedulers=4, capacity={u: 2 for u in "LCSD"}),
+    )
     tab = tables(norm, warps)
     n = warps * n_instr
     state = jax.eval_shape(init, tab, jax.ShapeDtypeStruct((n, chains), jnp.int32))
@@ -127,7 +130,7 @@ def test_no_retrace_when_params_steps_key_or_kernel_change():
 
 def test_estimate_and_cli_switch():
     kw = dict(seed=3, chains=8, iterations=40, chunk=10)
-    sm = SM(2, {"L": 1, "C": 4, "S": 1, "D": 0.5})
+    sm = SM(schedulers=2, capacity={"L": 1, "C": 4, "S": 1, "D": 0.5})
     ref = ms.estimate("LCCSLD", 4, sm, annealing="lax", **kw)
     out = ms.estimate("LCCSLD", 4, sm, annealing="interpret", **kw)
     assert out.makespan == ref.makespan

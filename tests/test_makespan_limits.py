@@ -16,7 +16,7 @@ from jaxsched.cli.main import UsageError, build_parser, main
 from jaxsched.makespan import SM, MakespanError, model
 from jaxsched.makespan.host import MAX_CHAINS, plan_estimate
 
-SM4 = SM(4, {"L": 1, "C": 4, "S": 1, "D": 0.5})
+SM4 = SM(schedulers=4, capacity={"L": 1, "C": 4, "S": 1, "D": 0.5})
 BASE = ["--kernel", "LCSD", "--warps", "3", "--schedulers", "2", "--capacity",
         "L=1,C=2,S=0.5,D=0.25", "--chains", "2", "--iterations", "2", "--quiet"]  # fmt: skip
 
@@ -96,11 +96,15 @@ def test_library_limits_before_allocation(no_allocation):
 
 def test_limits_are_exact_boundaries():
     # The largest accepted sizes pass validation; one more is refused.
-    big = SM(4, {"L": model.MIN_CAPACITY, "C": 1}, cycles={"C": model.MAX_UNIT_CYCLES})
+    big = SM(
+        schedulers=4,
+        capacity={"L": model.MIN_CAPACITY, "C": 1},
+        cycles={"C": model.MAX_UNIT_CYCLES},
+    )
     assert len(ms.normalize("L", big).kernel) == model.MAX_POSITIONS
     assert len(ms.normalize("C", big).kernel) == model.MAX_POSITIONS
     with pytest.raises(MakespanError, match="normalised kernel would have 65537"):
-        ms.normalize("LC", SM(4, {"L": model.MIN_CAPACITY, "C": 1}))
+        ms.normalize("LC", SM(schedulers=4, capacity={"L": model.MIN_CAPACITY, "C": 1}))
     norm = ms.normalize("LCSD" * 16, SM4)  # I = 65 after D doubles
     warps = model.MAX_POSITIONS // len(norm.kernel)
     plan = plan_estimate(norm, warps, chains=1, iterations=1)
@@ -223,9 +227,9 @@ def test_fuzz_library_arguments():
         kind = rng.randrange(5)
         try:
             if kind == 0:
-                SM(pick(), pick(), pick(), pick())
+                SM(schedulers=pick(), capacity=pick(), warp_size=pick(), cycles=pick())
             elif kind == 1:
-                ms.normalize(pick(), SM(rng.choice([1, 2, 4]), pick()))
+                ms.normalize(pick(), SM(schedulers=rng.choice([1, 2, 4]), capacity=pick()))
             elif kind == 2:
                 kw = {k: pick() for k in rng.sample(["seed", "chains", "iterations", "t0",
                       "starts", "chunk", "moves", "memory_budget"], 3)}  # fmt: skip

@@ -29,7 +29,9 @@ needs_llc = pytest.mark.skipif(find_llc() is None, reason="llc not installed")
 
 
 def _stats(vgprs=10, occupancy=10, spills=0, scratch=0) -> AsmStats:
-    return AsmStats(vgprs, 8, occupancy, scratch, spills, 100)
+    return AsmStats(
+        vgprs=vgprs, sgprs=8, occupancy=occupancy, scratch=scratch, spills=spills, code_size=100
+    )
 
 
 def test_worse_means_lower_occupancy_more_spills_or_more_scratch():

@@ -14,7 +14,7 @@ import jaxsched.makespan as ms
 from jaxsched.tune import sweep_anneal
 from jaxsched.tune.anneal import stack_anneal_params
 
-SM4 = ms.SM(4, {"L": 1, "C": 4, "S": 1, "D": 0.5})
+SM4 = ms.SM(schedulers=4, capacity={"L": 1, "C": 4, "S": 1, "D": 0.5})
 WARPS, CHAINS, STEPS = 4, 8, 40
 
 

@@ -126,8 +126,8 @@ def _plan(args):
 
     kernel = _kernel(args)
     sm = SM(
-        args.schedulers,
-        _parse_pairs(args.capacity, "--capacity", float),
+        schedulers=args.schedulers,
+        capacity=_parse_pairs(args.capacity, "--capacity", float),
         cycles=_parse_pairs(args.unit_cycles, "--unit-cycles", int),
     )
     plan = plan_estimate(

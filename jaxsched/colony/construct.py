@@ -376,7 +376,15 @@ def _candidates(
     eligible = is_ready | (semi & (seeds.may_stall | ~safe_ready))
     raises = born.sum(axis=0) > kill.sum(axis=0)
     wait = (e - cycle).astype(jnp.float32)
-    return Candidates(eligible, semi, wait, over, raises, cycle, issued)
+    return Candidates(
+        eligible=eligible,
+        semi=semi,
+        wait=wait,
+        over=over,
+        raises=raises,
+        cycle=cycle,
+        issued=issued,
+    )
 
 
 def _scores(
@@ -540,7 +548,7 @@ def _decide(
     there)."""
     ready = first_slots(st.ready, w)
     tau = inp.tau[st.last[None, :], ready.ids]
-    ant = AntView(st.cycle, st.issued, st.stalls, st.live_w)
+    ant = AntView(cycle=st.cycle, issued=st.issued, stalls=st.stalls, live_w=st.live_w)
     K = st.ready.ids.shape[0] - 1
     return decide(ready, tau, ant, prep.live_through, t, inp, params, seeds, dummy_slot=K)
 
@@ -599,26 +607,23 @@ class OldValues(NamedTuple):
 
 def _read_old(st: AntsState, last_slot, s, u, d, ant, a0) -> OldValues:
     r = st.ready
-    return OldValues(
-        *lax.optimization_barrier(
-            (
-                r.ids[last_slot, a0],
-                r.e[last_slot, a0],
-                r.key[last_slot, a0],
-                r.born[:, last_slot, a0],
-                r.kill[:, last_slot, a0],
-                st.kill[:, s, ant],
-                st.preds_left[s, ant],
-                st.earliest[s, ant],
-                st.remaining[u, ant],
-                st.remaining[d, ant],
-                st.users_xor[u, ant],
-                st.users_xor[d, ant],
-                st.live[u, ant],
-                st.live[d, ant],
-            )
-        )
+    old = OldValues(
+        moved=r.ids[last_slot, a0],
+        moved_e=r.e[last_slot, a0],
+        moved_key=r.key[last_slot, a0],
+        moved_born=r.born[:, last_slot, a0],
+        moved_kill=r.kill[:, last_slot, a0],
+        kill_s=st.kill[:, s, ant],
+        preds_s=st.preds_left[s, ant],
+        earliest_s=st.earliest[s, ant],
+        rem_u=st.remaining[u, ant],
+        rem_d=st.remaining[d, ant],
+        xor_u=st.users_xor[u, ant],
+        xor_d=st.users_xor[d, ant],
+        live_u=st.live[u, ant],
+        live_d=st.live[d, ant],
     )
+    return lax.optimization_barrier(old)
 
 
 def _remove(r: ReadyList, old: OldValues, pick, last_slot, j, active, a0) -> ReadyList:

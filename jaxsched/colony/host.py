@@ -207,7 +207,10 @@ def _split(groups: dict, options: Options) -> list[Batch]:
     for (_, cfg), (idxs, shape) in sorted(groups.items(), key=lambda g: (g[0][0], -g[0][1].ants)):
         cap = batch_cap(shape, cfg, options.memory_budget, options.max_batch)
         size = choose_batch(len(idxs), cap)
-        plan += [Batch(idxs[k : k + size], shape, cfg, size) for k in range(0, len(idxs), size)]
+        plan += [
+            Batch(indices=idxs[k : k + size], shape=shape, config=cfg, size=size)
+            for k in range(0, len(idxs), size)
+        ]
     return plan
 
 
@@ -218,7 +221,7 @@ def _plan(regions: list[Region], machine: Machine, config: ColonyConfig, options
     if options.devices is None and jax.process_count() == 1:
         return _split(groups, options)
     devices = sharding.select_devices("all" if options.devices is None else options.devices)
-    return [Batch(*call) for call in sharding.plan_calls(groups, options, devices)]
+    return [Batch(**call) for call in sharding.plan_calls(groups, options, devices)]
 
 
 # ------------------------------------------------------------------------------ options
@@ -597,7 +600,11 @@ def warmup(
     run = engine.RunShared(machine=machine.arrays(), params=params, key=key, config=config)
     out = []
     for n in buckets:
-        shape = canonical_shape(PaddedShape(n, 1, 1, 1, 1, 1, 1, machine.num_files))
+        shape = canonical_shape(
+            PaddedShape(
+                n=n, regs=1, succ=1, pred=1, uses=1, defs=1, ready=1, files=machine.num_files
+            )
+        )
         cfg = fit_ants(shape, config, options.memory_budget)
         cap = batch_cap(shape, cfg, options.memory_budget, options.max_batch)
         for size in batches or batch_sizes(cap):

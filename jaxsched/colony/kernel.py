@@ -113,7 +113,14 @@ class _Lanes(NamedTuple):
 
 def _lanes_of(st: C.AntsState) -> _Lanes:
     return _Lanes(
-        st.ready.count, st.last, st.cycle, st.issued, st.stalls, st.dead, st.live_w, st.peak
+        count=st.ready.count,
+        last=st.last,
+        cycle=st.cycle,
+        issued=st.issued,
+        stalls=st.stalls,
+        dead=st.dead,
+        live_w=st.live_w,
+        peak=st.peak,
     )
 
 
@@ -141,7 +148,7 @@ def _decide_at(w: int, t, L: _Lanes, S: C.AntsState, T: _Tables, inp, params, se
         view[f] = plgpu.load(window, mask=mask, other=jnp.asarray(_fill(f, sentinel), ref.dtype))
     ready = S.ready._replace(**view, count=L.count, slot_of=None)
     tau = T.tau[jnp.broadcast_to(L.last[None, :], (w, B)), ready.ids]
-    ant = C.AntView(L.cycle, L.issued, L.stalls, L.live_w)
+    ant = C.AntView(cycle=L.cycle, issued=L.issued, stalls=L.stalls, live_w=L.live_w)
     K = S.ready.ids.shape[0] - 1
     scan = partial(jnp.cumsum, axis=0)
     return C.decide(ready, tau, ant, T.live_through, t, inp, params, seeds, dummy_slot=K, scan=scan)

@@ -98,7 +98,13 @@ def _group_calls(idxs: list[int], shape: PaddedShape, cfg: ColonyConfig, most: i
     mesh = Mesh(np.array(devices).reshape(-1, cols), (REGION_AXIS, ANT_AXIS))
     place, take = Placement(mesh, per_row), rows * per_row
     return [
-        (idxs[k * take : (k + 1) * take], shape, cfg, place.local_batch, place)
+        dict(
+            indices=idxs[k * take : (k + 1) * take],
+            shape=shape,
+            config=cfg,
+            size=place.local_batch,
+            placement=place,
+        )
         for k in range(max(1, -(-most // take)))
     ]
 
@@ -110,15 +116,15 @@ def plan_calls(groups: dict, options, devices: Sequence[jax.Device]) -> list:
     `jaxsched.colony.host.group_regions` returns them. The processes' groups are gathered and
     joined; each group is cut into calls of equal shape (one compilation per group) sized by
     the per-device memory budget. Returns the fields of a `jaxsched.colony.host.Batch` per
-    call: (local indices, shape, config, regions this process feeds, `Placement`).
+    call, by name: local indices, shape, config, regions this process feeds, `Placement`.
     """
-    mine = [[n, dataclasses.asdict(c), list(s), len(i)] for (n, c), (i, s) in groups.items()]
+    mine = [[n, dataclasses.asdict(c), s._asdict(), len(i)] for (n, c), (i, s) in groups.items()]
     joined: dict[tuple[int, ColonyConfig], tuple[PaddedShape, int]] = {}
     for items in allgather_json(mine):
         for n, cfg, shape, count in items:
             key = (n, ColonyConfig(**cfg))
-            old = joined.get(key, (PaddedShape(*shape), 0))
-            joined[key] = (old[0].join(PaddedShape(*shape)), max(old[1], count))
+            old = joined.get(key, (PaddedShape(**shape), 0))
+            joined[key] = (old[0].join(PaddedShape(**shape)), max(old[1], count))
     calls = []
     for key in sorted(joined, key=lambda k: (k[0], -k[1].ants, repr(k[1]))):
         shape, most = joined[key]

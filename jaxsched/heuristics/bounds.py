@@ -141,13 +141,13 @@ def _spans(region: Region) -> tuple[dict[str, _Span], set[str], set[str]]:
         if len(ds) != 1 or r in live_in:
             continue
         if r in live_out:
-            spans[r] = _Span(width[r], int(tail[ds[0]]) + 1, 0, 0)
+            spans[r] = _Span(width=width[r], life=int(tail[ds[0]]) + 1, start=0, end=0)
         elif r in users:
             life = max(lat.get((ds[0], u), 0) for u in users[r])
             end = min(int(tail[u]) for u in users[r])
-            spans[r] = _Span(width[r], life, int(head[ds[0]]), end)
+            spans[r] = _Span(width=width[r], life=life, start=int(head[ds[0]]), end=end)
     for r in live_in - always - set(defs):
-        spans[r] = _Span(width[r], max(int(head[u]) for u in users[r]), 0, 0)
+        spans[r] = _Span(width=width[r], life=max(int(head[u]) for u in users[r]), start=0, end=0)
     windowed = {r for r in spans if r not in live_out and r not in live_in and r in users}
     return spans, always, windowed
 

@@ -209,7 +209,7 @@ def _init_regs(dev: DeviceRegion, t: _Tables) -> _Regs:
         t, jnp.arange(R, dtype=jnp.int32), jnp.asarray(dev.reg_live_in), F
     )
     remaining = _append(dev.reg_num_uses, 0).astype(jnp.int32)
-    return _Regs(remaining, live, rp, rp)
+    return _Regs(remaining=remaining, live=live, rp=rp, peak=rp)
 
 
 def _issue_regs(t: _Tables, regs: _Regs, j: jax.Array) -> _Regs:
@@ -233,7 +233,7 @@ def _issue_regs(t: _Tables, regs: _Regs, j: jax.Array) -> _Regs:
     dead = real_d & (remaining[d] == 0) & ~t.reg_live_out[d] & live[d]
     live = live.at[jnp.where(dead, d, R)].set(False)
     rp = rp - _per_file(t, d, dead, F)
-    return _Regs(remaining, live, rp, peak)
+    return _Regs(remaining=remaining, live=live, rp=rp, peak=peak)
 
 
 def _last_use_count(t: _Tables, regs: _Regs, n_rows: int) -> jax.Array:

@@ -107,7 +107,11 @@ def guard(
         if fn not in ours:
             raise LlcError(f"{source}: llc reported no figures for function {fn!r} of ours")
         why = worse_than_llvm(ours[fn], theirs)
-        decisions.append(Decision(fn, "llvm" if why else "ours", theirs, ours[fn], why))
+        decisions.append(
+            Decision(
+                function=fn, kept="llvm" if why else "ours", llvm=theirs, ours=ours[fn], reason=why
+            )
+        )
     dropped = {d.function for d in decisions if d.kept == "llvm"}
     if not dropped:
         return ours_mir, decisions

@@ -230,7 +230,12 @@ def parse_reg_operand(text: str, in_defs: bool) -> RegOperand | None:
     implicit = "implicit" in flags or "implicit-def" in flags
     flags -= {"implicit", "implicit-def", "def"}
     return RegOperand(
-        name, m.group("sub") or "", is_def, implicit, frozenset(flags), m.group("cls") or ""
+        name=name,
+        subreg=m.group("sub") or "",
+        is_def=is_def,
+        implicit=implicit,
+        flags=frozenset(flags),
+        reg_class=m.group("cls") or "",
     )
 
 
@@ -319,7 +324,7 @@ def parse_instruction(text: str, line: int, where: str) -> MirInstr:
         if not (piece.startswith("(") and piece.endswith(")")):
             raise MirError(f"{here}: cannot parse memory operand {brief(piece)}")
         mem.append(parse_mem_operand(piece[1:-1]))
-    return MirInstr(line, text, opcode, tuple(regs), tuple(mem))
+    return MirInstr(line=line, text=text, opcode=opcode, regs=tuple(regs), mem=tuple(mem))
 
 
 def _names_register(piece: str) -> bool:
@@ -393,7 +398,12 @@ def read_mir_text(source: str | os.PathLike, text: str | None = None) -> ParsedM
             "does not end with '...'"
         )
     functions = [
-        MirFunction(d.name, d.classes, _parse_body(lines, *d.body, where, d.name), d.name_line)
+        MirFunction(
+            name=d.name,
+            reg_classes=d.classes,
+            blocks=_parse_body(lines, *d.body, where, d.name),
+            name_line=d.name_line,
+        )
         for d in pending
     ]
     _check_every_define_has_a_function(defined, functions, where)
@@ -507,7 +517,7 @@ def _function_document(lines: list[str], i: int, where: str) -> tuple[int, bool,
         raise MirError(f"{where}:{at}: function document without a 'name:'")
     if body is None:
         raise MirError(f"{where}:{keys['name'] + 1}: function {name!r} has no 'body:'")
-    return i, ended, _FunctionDoc(name, keys["name"], classes, body)
+    return i, ended, _FunctionDoc(name=name, name_line=keys["name"], classes=classes, body=body)
 
 
 def _register_classes(lines: list[str], i: int) -> tuple[int, dict[str, str]]:
@@ -589,7 +599,14 @@ def _parse_body(lines: list[str], i: int, end: int, where: str, fname: str) -> l
         refs += [(i, int(x)) for x in _BB_REF.findall(_strip_comment(s))]
         if s.endswith("{"):
             j = _bundle_end(lines, i + 1, end, here)
-            instr = MirInstr(instr.line, instr.text, instr.opcode, instr.regs, instr.mem, j)
+            instr = MirInstr(
+                line=instr.line,
+                text=instr.text,
+                opcode=instr.opcode,
+                regs=instr.regs,
+                mem=instr.mem,
+                bundle_end=j,
+            )
             block.instrs.append(instr)
             block.trailing.append(list(range(i + 1, j + 1)))
             last_owner = block.trailing[-1]
@@ -617,7 +634,9 @@ def _new_block(m: re.Match, i: int, blocks: list[MirBlock], here: str) -> MirBlo
             raise MirError(
                 f"{here}: block bb.{number} defined twice (first at line {b.header_line + 1})"
             )
-    blocks.append(MirBlock(number, m.group("name") or "", i, None))
+    blocks.append(
+        MirBlock(number=number, name=m.group("name") or "", header_line=i, successors=None)
+    )
     return blocks[-1]
 
 

@@ -204,7 +204,13 @@ def _effects(ins: MirInstr, widths: dict[str, int | None]) -> _Effects:
             pdefs.append((phys_units(op.name), op.dead))
         elif not op.undef:
             puses |= phys_units(op.name)
-    return _Effects(tuple(vuses), tuple(vdefs), frozenset(puses), tuple(pdefs), frozenset(partial))
+    return _Effects(
+        vuses=tuple(vuses),
+        vdefs=tuple(vdefs),
+        puses=frozenset(puses),
+        pdefs=tuple(pdefs),
+        partial_reads=frozenset(partial),
+    )
 
 
 def is_boundary(ins: MirInstr) -> bool:
@@ -266,17 +272,21 @@ def _mem_kind(ins: MirInstr) -> _MemKind:
             and not m.atomic
             for m in ins.mem
         ) or all(m.load and not m.store and m.base == "constant-pool" for m in ins.mem):
-            return _MemKind(False, False, True, False)
+            return _MemKind(barrier=False, access=False, load=True, store=False)
         ordered = any(m.volatile or m.atomic for m in ins.mem)
         load = any(m.load for m in ins.mem) or "LOAD" in op or "ATOMIC" in op
         store = any(m.store for m in ins.mem) or "STORE" in op or "ATOMIC" in op
         side = lat.has_side_effects(op) and not lat.is_memory_opcode(op)
-        return _MemKind(ordered or side, not (ordered or side), load, store)
+        return _MemKind(
+            barrier=ordered or side, access=not (ordered or side), load=load, store=store
+        )
     if lat.is_memory_opcode(op):
-        return _MemKind(True, False, True, True)  # no memory operands: unknown access
+        return _MemKind(
+            barrier=True, access=False, load=True, store=True
+        )  # no memory operands: unknown access
     if lat.has_side_effects(op):
-        return _MemKind(True, False, False, False)
-    return _MemKind(False, False, False, False)
+        return _MemKind(barrier=True, access=False, load=False, store=False)
+    return _MemKind(barrier=False, access=False, load=False, store=False)
 
 
 # ---------------------------------------------------------------------- dependence graph
@@ -318,7 +328,7 @@ class _Dependences:
         self.accesses: list[tuple[int, _MemKind, MirInstr]] = []
 
     def _edge(self, j: int, i: int, latency: int, kind: str) -> None:
-        self.edges.append(Edge(j, i, latency, kind))
+        self.edges.append(Edge(src=j, dst=i, latency=latency, kind=kind))
 
     def virtual_use(self, i: int, reg: str, mask: int) -> None:
         """Data edges from the defs reaching the lanes ``mask`` of ``reg``; records the use."""
@@ -596,5 +606,21 @@ def _make_region(
         edges = build_edges(instrs, widths, mcpu)
         region = Region.build(name, insts, used, edges, live_in, live_out, through)
     except RegionError as e:
-        return MirRegion(name, fn.name, b.number, instrs, groups, None, str(e))
-    return MirRegion(name, fn.name, b.number, instrs, groups, region, problem)
+        return MirRegion(
+            name=name,
+            function=fn.name,
+            block=b.number,
+            instrs=instrs,
+            groups=groups,
+            region=None,
+            problem=str(e),
+        )
+    return MirRegion(
+        name=name,
+        function=fn.name,
+        block=b.number,
+        instrs=instrs,
+        groups=groups,
+        region=region,
+        problem=problem,
+    )

@@ -166,7 +166,7 @@ def read_ptx(text: str, source: str = "<ptx>") -> list[PtxFunction]:
             continue
         name = _function_name(sig, f"{source}:{start + 1}")
         blocks, i = _parse_body(lines, j, name, source)
-        funcs.append(PtxFunction(name, kind, start + 1, blocks))
+        funcs.append(PtxFunction(name=name, kind=kind, line=start + 1, blocks=blocks))
     return funcs
 
 

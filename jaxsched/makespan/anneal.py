@@ -150,7 +150,12 @@ def init(tab: Tables, strings: jax.Array) -> ChainState:
     Pure and jit-able; shapes (``n``, ``B``, ``I``) are the only static configuration.
     """
     cur = decode_batch(tab, strings, warps_of(tab, strings))
-    return ChainState(cur, strings, cur.makespan, jnp.zeros((), jnp.int32))
+    return ChainState(
+        current=cur,
+        best_string=strings,
+        best_makespan=cur.makespan,
+        iteration=jnp.zeros((), jnp.int32),
+    )
 
 
 def temperature(params: AnnealParams, iteration: jax.Array) -> jax.Array:
@@ -240,7 +245,7 @@ def draw(
         whole = jax.random.bits(kc, (2, chains * lax.axis_size(chain_axis)), jnp.uint32)
         bits = device_slice(whole, chain_axis, dim=1)
     q, move, u_acc = _draw(bits, p, n, params.moves)
-    return Draws(p, q, move, u_acc, temperature(params, iteration))
+    return Draws(p=p, q=q, move=move, u_acc=u_acc, temp=temperature(params, iteration))
 
 
 def accepts(current: jax.Array, candidate: jax.Array, u_acc: jax.Array, temp: jax.Array):
@@ -274,10 +279,10 @@ def step(
     new = jax.tree.map(lambda a, b: jnp.where(accept, a, b), cand, cur)
     better = new.makespan > state.best_makespan
     return ChainState(
-        new,
-        jnp.where(better[None], new.string, state.best_string),
-        jnp.where(better, new.makespan, state.best_makespan),
-        state.iteration + 1,
+        current=new,
+        best_string=jnp.where(better[None], new.string, state.best_string),
+        best_makespan=jnp.where(better, new.makespan, state.best_makespan),
+        iteration=state.iteration + 1,
     )
 
 

@@ -228,13 +228,15 @@ def redecode(tab: Tables, old: Decoded, string: jax.Array, p: jax.Array, num_war
 
     carry = (packed, free, count, last, old.cycle, old.unit)
     *_, cycle, unit = lax.fori_loop(p, n, place, carry)
-    return Decoded(string, cycle, unit, jnp.max(cycle, axis=0) + 1)
+    return Decoded(string=string, cycle=cycle, unit=unit, makespan=jnp.max(cycle, axis=0) + 1)
 
 
 def decode_batch(tab: Tables, strings: jax.Array, num_warps: int) -> Decoded:
     """Full decode of warp strings int32[n, B] (chain axis last); jit-able."""
     zeros = jnp.zeros_like(strings)
-    empty = Decoded(strings, zeros, zeros, jnp.zeros(strings.shape[1], jnp.int32))
+    empty = Decoded(
+        string=strings, cycle=zeros, unit=zeros, makespan=jnp.zeros(strings.shape[1], jnp.int32)
+    )
     return redecode(tab, empty, strings, jnp.int32(0), num_warps)
 
 

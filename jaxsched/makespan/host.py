@@ -210,9 +210,20 @@ def plan_estimate(
         "chains",
     )
     return EstimatePlan(
-        norm, warps, chains, iterations, seed, starts, params, chunk, call_steps, need, budget,
-        fused.resolve(annealing), split,
-    )  # fmt: skip
+        norm=norm,
+        warps=warps,
+        chains=chains,
+        iterations=iterations,
+        seed=seed,
+        starts=starts,
+        params=params,
+        chunk=chunk,
+        call_steps=call_steps,
+        memory_bytes=need,
+        memory_budget=budget,
+        annealing=fused.resolve(annealing),
+        devices=split,
+    )
 
 
 def start_strings(

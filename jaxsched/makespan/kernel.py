@@ -87,12 +87,16 @@ class _Scratch(NamedTuple):
 def _scratch(n: int, warps: int, chains: int) -> _Scratch:
     nw = num_words(n)
     i32, u32 = jnp.int32, jnp.uint32
+    per_position = jax.ShapeDtypeStruct((n, chains), i32)
+    per_warp = jax.ShapeDtypeStruct((warps, chains), i32)
     return _Scratch(
-        *(jax.ShapeDtypeStruct((n, chains), i32) for _ in range(3)),
-        jax.ShapeDtypeStruct((32 * nw, chains), u32),
-        jax.ShapeDtypeStruct((NUM_UNITS * nw, chains), u32),
-        jax.ShapeDtypeStruct((warps, chains), i32),
-        jax.ShapeDtypeStruct((warps, chains), i32),
+        string=per_position,
+        cycle=per_position,
+        unit=per_position,
+        packed=jax.ShapeDtypeStruct((32 * nw, chains), u32),
+        free=jax.ShapeDtypeStruct((NUM_UNITS * nw, chains), u32),
+        count=per_warp,
+        last=per_warp,
     )
 
 
@@ -242,14 +246,25 @@ def fused_steps(
     n, chains = state.best_string.shape
     warps = warps_of(tab, cur.string)
     B = fused.block_size(chains, block)
-    st = _Flat(cur.string, cur.cycle, cur.unit, cur.makespan, *state[1:3])
+    st = _Flat(
+        string=cur.string,
+        cycle=cur.cycle,
+        unit=cur.unit,
+        makespan=cur.makespan,
+        best_string=state.best_string,
+        best_makespan=state.best_makespan,
+    )
     steps = jnp.asarray(num_steps, jnp.int32)
     whole = fused.specs((tab, steps, draws.p, draws.temp), None)
     lanes = fused.specs((draws.q, draws.move, draws.u_acc), B)
     f, _ = fused.call_in_place(
         partial(_kernel, shape=(n, warps, num_words(n)), interpret=interpret),
         (tab, steps, draws),
-        (whole[0], whole[1], Draws(whole[2], *lanes, whole[3])),
+        (
+            whole[0],
+            whole[1],
+            Draws(p=whole[2], q=lanes[0], move=lanes[1], u_acc=lanes[2], temp=whole[3]),
+        ),
         st,
         block=B,
         scratch=_scratch(n, warps, chains),
@@ -258,10 +273,10 @@ def fused_steps(
         name="makespan_anneal",
     )
     return ChainState(
-        Decoded(f.string, f.cycle, f.unit, f.makespan),
-        f.best_string,
-        f.best_makespan,
-        state.iteration + steps,
+        current=Decoded(string=f.string, cycle=f.cycle, unit=f.unit, makespan=f.makespan),
+        best_string=f.best_string,
+        best_makespan=f.best_makespan,
+        iteration=state.iteration + steps,
     )
 
 

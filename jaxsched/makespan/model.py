@@ -295,7 +295,9 @@ def normalize(kernel: str, sm: SM) -> Normalized:
         )
     out = "".join(ch * repeat[ch] for ch in text)
     types = np.fromiter((UNITS.index(ch) for ch in out), np.int32, len(out))
-    return Normalized(out, types, cap, sm.schedulers, repeat)
+    return Normalized(
+        kernel=out, types=types, capacity=cap, schedulers=sm.schedulers, repeat=repeat
+    )
 
 
 def lower_bound(norm: Normalized, warps: int) -> int:

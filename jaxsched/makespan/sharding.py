@@ -41,7 +41,12 @@ def chain_mesh(count: int) -> Mesh:
 
 def _state_specs() -> ChainState:
     chains, per_chain = P(None, CHAIN_AXIS), P(CHAIN_AXIS)
-    return ChainState(Decoded(chains, chains, chains, per_chain), chains, per_chain, P())
+    return ChainState(
+        current=Decoded(string=chains, cycle=chains, unit=chains, makespan=per_chain),
+        best_string=chains,
+        best_makespan=per_chain,
+        iteration=P(),
+    )
 
 
 def _shard(fn, mesh: Mesh, in_specs: tuple):

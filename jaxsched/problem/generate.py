@@ -168,7 +168,7 @@ class _Builder:
         for r in used:
             if r in self.producer:
                 src, lat = self.producer[r]
-                self.edges.append(Edge(src, i, lat, "data"))
+                self.edges.append(Edge(src=src, dst=i, latency=lat, kind="data"))
         return out, i
 
 
@@ -200,7 +200,7 @@ def generate_region(seed: int, n: int, *, name: str | None = None, **knobs) -> R
     k = _check_knobs(knobs)
     n = int(n)
     rng = np.random.default_rng(int(seed))
-    b = _Builder(rng)
+    b = _Builder(rng=rng)
 
     bases, scalars = _prologue(b, k, n)
     tid = b.live_in_reg("VGPR", 1)
@@ -314,7 +314,14 @@ def _group(
             ch.loads.append(i)
         ch.value = ch.pending.pop(0)
     for i in (ch.loads[0] for ch in chains if prev_stores and rng.random() < k.memory_edge_prob):
-        b.edges.append(Edge(prev_stores[int(rng.integers(0, len(prev_stores)))], i, 1, "other"))
+        b.edges.append(
+            Edge(
+                src=prev_stores[int(rng.integers(0, len(prev_stores)))],
+                dst=i,
+                latency=1,
+                kind="other",
+            )
+        )
     # Layers 3..: ALU steps, round-robin over chains (a chain consumes all its loads).
     lengths = [
         max(int(rng.integers(k.chain_length[0], k.chain_length[1] + 1)), len(ch.pending))
@@ -349,7 +356,14 @@ def _group(
             stores.append(i)
             others = [j for c in chains if c is not ch for j in c.loads]
             if others and rng.random() < k.memory_edge_prob:
-                b.edges.append(Edge(others[int(rng.integers(0, len(others)))], i, 0, "other"))
+                b.edges.append(
+                    Edge(
+                        src=others[int(rng.integers(0, len(others)))],
+                        dst=i,
+                        latency=0,
+                        kind="other",
+                    )
+                )
         else:
             results.append(val)
     return stores or prev_stores

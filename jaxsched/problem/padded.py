@@ -54,7 +54,7 @@ class PaddedShape(NamedTuple):
 
     def join(self, other: PaddedShape) -> PaddedShape:
         """Elementwise max: a shape both fit in."""
-        return PaddedShape(*(max(a, b) for a, b in zip(self, other, strict=True)))
+        return PaddedShape(**{f: max(getattr(self, f), getattr(other, f)) for f in self._fields})
 
 
 class DeviceRegion(NamedTuple):

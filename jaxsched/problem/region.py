@@ -509,7 +509,7 @@ def _merge_edges(edges: object, n: int, where: str) -> tuple[Edge, ...]:
             )
         old = best.get((src, dst))
         if old is None or lat > old.latency or (lat == old.latency and kind == "data"):
-            best[(src, dst)] = Edge(src, dst, lat, kind)
+            best[(src, dst)] = Edge(src=src, dst=dst, latency=lat, kind=kind)
     return tuple(best[k] for k in sorted(best))
 
 

@@ -162,7 +162,7 @@ def _replay_region(prep, inp, pp, orders, seeds: C.AntSeeds):
     def body(st: C.AntsState, t):
         ready = C.first_slots(st.ready, K)
         tau = inp.tau[st.last[None, :], ready.ids]
-        view = C.AntView(st.cycle, st.issued, st.stalls, st.live_w)
+        view = C.AntView(cycle=st.cycle, issued=st.issued, stalls=st.stalls, live_w=st.live_w)
         c, score = C.step_scores(ready, tau, view, prep.live_through, inp, pp, seeds)
         active = st.ready.count > 0
         slot = jnp.where(active, st.ready.slot_of[orders[:, t], a], K)

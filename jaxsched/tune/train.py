@@ -191,7 +191,9 @@ def train(
             tuned, state, params, prob, jax.random.fold_in(key, s),
             ants=ants, opt=opt, advantage=advantage,
         )  # fmt: skip
-        entry = TrainLog(s, float(value), float(norm), time.perf_counter() - t0)
+        entry = TrainLog(
+            step=s, cost=float(value), grad_norm=float(norm), seconds=time.perf_counter() - t0
+        )
         log.append(entry)
         if on_step is not None:
             on_step(entry)
@@ -221,7 +223,7 @@ def sweep(
     occ = np.asarray(sols.occupancy)[:, real].sum(axis=1)
     length = np.asarray(sols.length)[:, real].sum(axis=1)
     best = int(np.lexsort((length, -occ))[0])
-    return Sweep(sols, occ, length, best)
+    return Sweep(solutions=sols, occupancy=occ, length=length, best=best)
 
 
 def stack_params(settings: list[ColonyParams]) -> ColonyParams:
