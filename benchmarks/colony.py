@@ -49,7 +49,7 @@ sys.path.insert(0, str(HERE))
 import harness  # noqa: E402
 from colony_baseline import CBaseline, build  # noqa: E402
 
-from jaxsched.colony import construct, native  # noqa: E402
+from jaxsched.colony import antstate, construct, draws, native, prepared  # noqa: E402
 from jaxsched.colony.params import ColonyParams, default_params  # noqa: E402
 from jaxsched.compilation import COMPILED  # noqa: E402
 from jaxsched.heuristics import issue_cycles  # noqa: E402
@@ -72,14 +72,14 @@ class Instance(NamedTuple):
 
     region: Region
     shape: PaddedShape
-    prep: construct.Prepared
-    inp: construct.StepInputs  # RP pass; tau: seeded uniform in [tau_min, tau_max]
+    prep: prepared.Prepared
+    inp: antstate.StepInputs  # RP pass; tau: seeded uniform in [tau_min, tau_max]
     rp_target: int  # RP cost an ant may reach (inp.rp_limit is its per-file form)
     params: ColonyParams
 
-    def for_pass(self, timed: bool) -> construct.StepInputs:
+    def for_pass(self, timed: bool) -> antstate.StepInputs:
         flag = jnp.bool_(timed)
-        key = construct.static_key(self.prep, self.params, flag)
+        key = prepared.static_key(self.prep, self.params, flag)
         return self.inp._replace(timed=flag, key=key)
 
 
@@ -90,7 +90,7 @@ def make_instance(n: int, seed: int, machine: Machine, params: ColonyParams) -> 
     region = generate_region(seed, n)
     shape = padded_shape(region, machine)
     dev = jax.tree.map(jnp.asarray, pad_region(region, machine, shape))
-    prep = jax.jit(construct.prepare, static_argnums=1)(dev, shape.ready)
+    prep = jax.jit(prepared.prepare, static_argnums=1)(dev, shape.ready)
     N = shape.n
     tau = jax.random.uniform(
         jax.random.key(seed), (N + 1, N + 1), minval=params.tau_min, maxval=params.tau_max
@@ -102,14 +102,14 @@ def make_instance(n: int, seed: int, machine: Machine, params: ColonyParams) -> 
         jnp.int32(machine.target_occupancy),
         jnp.int32(start.rp_cost),
     )
-    inp = construct.StepInputs(
+    inp = antstate.StepInputs(
         tau=tau,
         q0=jnp.float32(max(0.0, 1.0 - float(params.explore_scale) / n)),
         rp_limit=limit,
         soft_limit=limit,
         stall_budget=jnp.float32(max(1, math.floor(1.2 * (cp + 1)) - n)),
         timed=jnp.bool_(False),
-        key=construct.static_key(prep, params, jnp.bool_(False)),
+        key=prepared.static_key(prep, params, jnp.bool_(False)),
         issue_width=jnp.int32(machine.issue_width),
     )
     return Instance(region, shape, prep, inp, start.rp_cost, params)
@@ -249,14 +249,14 @@ def throughput_cells(
         jax.block_until_ready(compiled(*args))  # first runs: allocations, not timed
         jax.block_until_ready(nat_exe(*args))
 
-        seeds = construct.make_seeds(
+        seeds = draws.make_seeds(
             args[3],
             params,
             wavefronts=waves,
             wavefront_size=WAVEFRONT,
             uniform_exploration=not timed,
         )
-        seeds = construct.AntSeeds(*(np.asarray(x) for x in seeds))
+        seeds = draws.AntSeeds(*(np.asarray(x) for x in seeds))
         call = partial(
             cbase.construct, inst.prep, args[1], params, seeds, issue_width=machine.issue_width
         )
@@ -268,7 +268,7 @@ def throughput_cells(
         )
         jres = tuple(np.asarray(x) for x in jres)
         c_stop_s, _ = harness.median_time(partial(call, stop_dead=True), repeats)
-        for name, a, b in zip(construct.AntResults._fields, jres, nres, strict=True):
+        for name, a, b in zip(antstate.AntResults._fields, jres, nres, strict=True):
             if not (np.asarray(a) == np.asarray(b)).all():
                 raise BenchmarkError(f"native {name} differs from lax (n={n}, {A} ants)")
 

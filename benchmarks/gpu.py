@@ -52,7 +52,7 @@ from makespan import INSTANCES, SM_BENCH  # noqa: E402
 
 from jaxsched import fused as fused_modes  # noqa: E402
 from jaxsched import makespan as mk  # noqa: E402
-from jaxsched.colony import construct, kernel  # noqa: E402
+from jaxsched.colony import antstate, construct, kernel  # noqa: E402
 from jaxsched.colony.params import default_params  # noqa: E402
 from jaxsched.machines.model import gfx906  # noqa: E402
 
@@ -106,7 +106,7 @@ def construction_cell(n: int, ants: int, seed: int, repeats: int) -> list[dict]:
             secs[name], res = harness.median_time(run, repeats)
             out[name] = jax.device_get(res)
         same = np.ones(waves * WAVEFRONT, bool)
-        for field in construct.AntResults._fields:
+        for field in antstate.AntResults._fields:
             a, b = getattr(out["lax"], field), getattr(out["fused"], field)
             same &= (a == b).reshape(a.shape[0], -1).all(axis=1)
         A = waves * WAVEFRONT

@@ -14,7 +14,7 @@ from helpers import shuffled
 
 import jaxsched
 from jaxsched import colony
-from jaxsched.colony import construct, engine, host
+from jaxsched.colony import antstate, construct, draws, engine, host, prepared
 from jaxsched.colony.params import ColonyConfig, default_params
 from jaxsched.compilation import CompileCache
 from jaxsched.errors import InputError
@@ -176,7 +176,7 @@ def test_parameters_do_not_retrace():
     @jax.jit
     @chex.assert_max_traces(n=1)
     def build(dev, params, key):
-        prep = construct.prepare(dev, shape.ready)
+        prep = prepared.prepare(dev, shape.ready)
         inp = _inputs(prep, params, timed=True, q0=0.5, stall_budget=4.0)
         return construct.construct_ants(
             prep, inp, params, key, dev.n, wavefronts=2, wavefront_size=8, uniform_exploration=False
@@ -194,14 +194,14 @@ def test_parameters_do_not_retrace():
 def _inputs(prep, params, *, timed, q0, stall_budget, rp_limit=(999, 999)):
     """Step inputs with uniform pheromone (tau = 1) and the given q0, G and RP limit."""
     N = prep.succ.shape[0] - 1
-    return construct.StepInputs(
+    return antstate.StepInputs(
         tau=jnp.ones((N + 1, N + 1)),
         q0=jnp.float32(q0),
         rp_limit=jnp.asarray(rp_limit, jnp.int32),
         soft_limit=jnp.asarray(rp_limit, jnp.int32),
         stall_budget=jnp.float32(stall_budget),
         timed=jnp.bool_(timed),
-        key=construct.static_key(prep, params, jnp.bool_(timed)),
+        key=prepared.static_key(prep, params, jnp.bool_(timed)),
         issue_width=jnp.int32(MACHINE.issue_width),
     )
 
@@ -210,9 +210,9 @@ def _construct(region, *, timed, stall_fraction, uniform, q0=0.3, waves=4, size=
     shape = padded_shape(region, MACHINE)
     dev = jax.tree.map(jnp.asarray, pad_region(region, MACHINE, shape))
     params = default_params(stall_fraction=stall_fraction)
-    prep = construct.prepare(dev, shape.ready)
+    prep = prepared.prepare(dev, shape.ready)
     inp = _inputs(prep, params, timed=timed, q0=q0, stall_budget=50.0)
-    seeds = construct.make_seeds(
+    seeds = draws.make_seeds(
         jax.random.key(key),
         params,
         wavefronts=waves,
@@ -234,17 +234,17 @@ def _construct(region, *, timed, stall_fraction, uniform, q0=0.3, waves=4, size=
 
 def test_wavefront_uniform_exploration_flag():
     params = default_params()
-    seeds = construct.make_seeds(
+    seeds = draws.make_seeds(
         jax.random.key(1), params, wavefronts=4, wavefront_size=8, uniform_exploration=True
     )
     for step in range(20):
-        coin = np.asarray(construct.uniform(seeds.coin, jnp.int32(step))).reshape(4, 8)
+        coin = np.asarray(draws.uniform(seeds.coin, jnp.int32(step))).reshape(4, 8)
         assert (coin == coin[:, :1]).all()  # one toss per wavefront per step
     assert len({float(c) for c in coin[:, 0]}) > 1
-    per_ant = construct.make_seeds(
+    per_ant = draws.make_seeds(
         jax.random.key(1), params, wavefronts=4, wavefront_size=8, uniform_exploration=False
     )
-    coin = np.asarray(construct.uniform(per_ant.coin, jnp.int32(3))).reshape(4, 8)
+    coin = np.asarray(draws.uniform(per_ant.coin, jnp.int32(3))).reshape(4, 8)
     assert not (coin == coin[:, :1]).all()
 
 

@@ -15,7 +15,7 @@ from helpers import shuffled, stack_trees
 
 import jaxsched
 from jaxsched import colony
-from jaxsched.colony import construct
+from jaxsched.colony import antstate, construct, prepared
 from jaxsched.colony.problem import SOURCES
 from jaxsched.errors import InputError
 from jaxsched.heuristics import heuristic_schedule, issue_cycles
@@ -183,17 +183,17 @@ def test_ant_above_the_table_is_alive_when_the_target_allows_it():
     shape = padded_shape(region, GFX906)
     dev = jax.tree.map(jnp.asarray, pad_region(region, GFX906, shape))
     params = colony.default_params()
-    prep = construct.prepare(dev, shape.ready)
+    prep = prepared.prepare(dev, shape.ready)
     N = shape.n
     limit = rp_limits(GFX906.occupancy_lut, GFX906.target_occupancy, 9)
-    inp = construct.StepInputs(
+    inp = antstate.StepInputs(
         tau=jnp.ones((N + 1, N + 1)),
         q0=jnp.float32(0.5),
         rp_limit=limit,
         soft_limit=limit,
         stall_budget=jnp.float32(1.0),
         timed=jnp.bool_(True),
-        key=construct.static_key(prep, params, jnp.bool_(True)),
+        key=prepared.static_key(prep, params, jnp.bool_(True)),
         issue_width=jnp.int32(1),
     )
     out = construct.construct_ants(

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import jaxsched
-from jaxsched.colony.construct import prepare
 from jaxsched.colony.derive import LATENCY_PRIORITY, RP_PRIORITY, derive_host
+from jaxsched.colony.prepared import prepare
 from jaxsched.colony.problem import canonical_shape, problem, problem_host
 from jaxsched.compilation import COMPILED
 from jaxsched.heuristics.bounds import length_lower_bound_jax, rp_peak_lower_bound_jax

@@ -14,7 +14,7 @@ from cuda_lowering import TRITON_CALL, lower_for_cuda
 
 import jaxsched
 from jaxsched import colony
-from jaxsched.colony import construct, dispatch, kernel
+from jaxsched.colony import antstate, construct, dispatch, kernel, prepared
 from jaxsched.colony.params import ColonyConfig, default_params
 from jaxsched.colony.problem import canonical_shape
 from jaxsched.errors import InputError
@@ -37,7 +37,7 @@ def _batch(regions, seed: int, tau_dtype=jnp.float32, params=None):
         shape = shape.join(padded_shape(r, MACHINE))
     dev_np, shape = stack([r for r in regions for _ in (0, 1)], MACHINE, shape)
     dev = jax.tree.map(jnp.asarray, dev_np)
-    prep = jax.vmap(lambda d: construct.prepare(d, shape.ready))(dev)
+    prep = jax.vmap(lambda d: prepared.prepare(d, shape.ready))(dev)
     params = default_params(stall_fraction=0.5) if params is None else params
     rng = np.random.default_rng(seed)
     B, N = len(regions) * 2, shape.n
@@ -49,14 +49,14 @@ def _batch(regions, seed: int, tau_dtype=jnp.float32, params=None):
     lower = np.maximum(limit - rng.integers(1, 4, peak.shape), 0)
     soft = np.where(np.arange(B)[:, None] % 4 < 2, limit, lower)
     tau = jax.random.uniform(jax.random.key(seed), (B, N + 1, N + 1), minval=1.0, maxval=8.0)
-    inp = construct.StepInputs(
+    inp = antstate.StepInputs(
         tau=tau.astype(tau_dtype),
         q0=jnp.asarray(rng.choice([0.0, 0.5, 0.9], B), jnp.float32),
         rp_limit=jnp.asarray(limit, jnp.int32),
         soft_limit=jnp.asarray(soft, jnp.int32),
         stall_budget=jnp.asarray(rng.integers(1, 9, B), jnp.float32),
         timed=jnp.asarray(timed),
-        key=jax.vmap(construct.static_key, in_axes=(0, None, 0))(prep, params, jnp.asarray(timed)),
+        key=jax.vmap(prepared.static_key, in_axes=(0, None, 0))(prep, params, jnp.asarray(timed)),
         issue_width=jnp.asarray(rng.integers(1, 3, B), jnp.int32),
     )
     keys = jax.random.split(jax.random.key(seed + 1), B)
@@ -92,7 +92,7 @@ def test_fused_equals_lax_on_generated_regions(bucket, tau_dtype):
     assert {bucket_size(len(r)) for r in regions} == {bucket}
     prep, inp, params, keys, steps, uniform = _batch(regions, seed=bucket, tau_dtype=tau_dtype)
     ref, fused = _both(prep, inp, params, keys, steps, uniform, block=16)
-    for name in construct.AntResults._fields:
+    for name in antstate.AntResults._fields:
         a, b = getattr(ref, name), getattr(fused, name)
         diff = np.argwhere((a != b).reshape(a.shape[0], -1).any(axis=1)).ravel()
         assert diff.size == 0, f"{name} differs on batch rows {diff[:10].tolist()}"
@@ -122,7 +122,7 @@ def test_fused_equals_lax_on_wide_regions():
     prep, inp, params, keys, steps, uniform = _batch(regions, seed=5)
     assert max(r.ready_list_bound() for r in regions) > 8
     ref, fused = _both(prep, inp, params, keys, steps, uniform, block=32)
-    for name in construct.AntResults._fields:
+    for name in antstate.AntResults._fields:
         np.testing.assert_array_equal(getattr(ref, name), getattr(fused, name), err_msg=name)
 
 
@@ -147,7 +147,7 @@ def test_fused_equals_lax_with_a_learned_heuristic():
     regions = generate_regions(16, 40, 4, 16)
     prep, inp, params, keys, steps, uniform = _batch(regions, seed=5, params=_learned_params())
     ref, fused = _both(prep, inp, params, keys, steps, uniform, block=16)
-    for name in construct.AntResults._fields:
+    for name in antstate.AntResults._fields:
         np.testing.assert_array_equal(getattr(ref, name), getattr(fused, name), err_msg=name)
     default = _run(construct.construct_ants, prep, inp, default_params(stall_fraction=0.5), keys,
                    steps, uniform)  # fmt: skip
@@ -251,9 +251,9 @@ def test_kernel_shape_helpers():
     assert kernel.kernel_widths(8) == (8,)
     assert kernel.block_size(4096) == kernel.DEFAULT_BLOCK
     assert kernel.block_size(96, 64) == 32 and kernel.block_size(7) == 1
-    fields = construct.Prepared._fields
+    fields = prepared.Prepared._fields
     shapes = {f: (3,) if f == "live_through" else (17, 4) for f in fields}
-    prep = construct.Prepared(**{f: jax.ShapeDtypeStruct(s, jnp.int32) for f, s in shapes.items()})
+    prep = prepared.Prepared(**{f: jax.ShapeDtypeStruct(s, jnp.int32) for f, s in shapes.items()})
     assert "register files 3" in kernel.unsupported(prep)
 
 

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import jaxsched
-from jaxsched.colony import construct, dispatch, native
+from jaxsched.colony import antstate, construct, dispatch, native, prepared
 from jaxsched.colony.params import ColonyConfig, default_params, pass_params
 from jaxsched.colony.problem import canonical_shape
 from jaxsched.errors import InputError
@@ -45,7 +45,7 @@ def _batch(regions, seed: int, tau_dtype=jnp.float32, params=None):
         shape = shape.join(padded_shape(r, MACHINE))
     dev_np, shape = stack([r for r in regions for _ in (0, 1)], MACHINE, shape)
     dev = jax.tree.map(jnp.asarray, dev_np)
-    prep = jax.vmap(lambda d: construct.prepare(d, shape.ready))(dev)
+    prep = jax.vmap(lambda d: prepared.prepare(d, shape.ready))(dev)
     params = default_params(stall_fraction=0.5) if params is None else params
     rng = np.random.default_rng(seed)
     B, N = len(regions) * 2, shape.n
@@ -57,14 +57,14 @@ def _batch(regions, seed: int, tau_dtype=jnp.float32, params=None):
     soft = np.where(np.arange(B)[:, None] % 4 < 2, limit, lower)
     tau = jax.random.uniform(jax.random.key(seed), (B, N + 1, N + 1), minval=1.0, maxval=8.0)
     pp = jax.vmap(lambda t: pass_params(params, t))(jnp.asarray(timed))
-    inp = construct.StepInputs(
+    inp = antstate.StepInputs(
         tau=tau.astype(tau_dtype),
         q0=jnp.asarray(rng.choice([0.0, 0.5, 0.9], B), jnp.float32),
         rp_limit=jnp.asarray(limit, jnp.int32),
         soft_limit=jnp.asarray(soft, jnp.int32),
         stall_budget=jnp.asarray(rng.integers(1, 9, B), jnp.float32),
         timed=jnp.asarray(timed),
-        key=jax.vmap(construct.static_key)(prep, pp, jnp.asarray(timed)),
+        key=jax.vmap(prepared.static_key)(prep, pp, jnp.asarray(timed)),
         issue_width=jnp.asarray(rng.integers(1, 3, B), jnp.int32),
     )
     keys = jax.random.split(jax.random.key(seed + 1), B)
@@ -85,10 +85,10 @@ def _run(fn, prep, inp, params, keys, steps, uniform, *, waves: int, wave: int):
     return jax.device_get(out)
 
 
-def _assert_identical(regions, batch, *, waves: int, wave: int) -> construct.AntResults:
+def _assert_identical(regions, batch, *, waves: int, wave: int) -> antstate.AntResults:
     ref = _run(construct.construct_ants, *batch, waves=waves, wave=wave)
     nat = _run(native.construct_ants_native, *batch, waves=waves, wave=wave)
-    for name in construct.AntResults._fields:
+    for name in antstate.AntResults._fields:
         a, b = getattr(ref, name), getattr(nat, name)
         diff = np.argwhere((a != b).reshape(a.shape[0], -1).any(axis=1)).ravel()
         assert diff.size == 0, f"{name} differs on batch rows {diff[:10].tolist()}"
@@ -163,7 +163,7 @@ def test_native_under_jit_without_vmap_and_inactive_regions():
     kw = dict(wavefronts=3, wavefront_size=8, uniform_exploration=uniform)
     ref = jax.jit(lambda: construct.construct_ants(prep, inp, pp, keys, steps, **kw))()
     nat = jax.jit(lambda: native.construct_ants_native(prep, inp, pp, keys, steps, **kw))()
-    for name in construct.AntResults._fields:
+    for name in antstate.AntResults._fields:
         np.testing.assert_array_equal(getattr(ref, name), getattr(nat, name), err_msg=name)
     idle = native.construct_ants_native(prep, inp, pp, keys, steps, active=False, **kw)
     assert (np.asarray(idle.order) == prep.succ.shape[0] - 1).all()  # no step ran
@@ -255,7 +255,7 @@ _STORE_CASE = """
 import json, sys, warnings
 from functools import partial
 import jax, jax.numpy as jnp, numpy as np
-from jaxsched.colony import construct as C, native
+from jaxsched.colony import antstate, native, prepared
 from jaxsched.colony.params import default_params
 from jaxsched.compilation import CompileCache
 from jaxsched.machines.model import gfx906
@@ -266,11 +266,13 @@ from jaxsched.store import ExecutableStore
 
 @partial(jax.jit, static_argnames=("ready",))
 def run(dev, tau, key, *, ready):
-    prep = C.prepare(dev, ready)
+    prep = prepared.prepare(dev, ready)
     p = default_params()
     limit = jnp.full(2, 999, jnp.int32)
-    inp = C.StepInputs(tau, jnp.float32(0.5), limit, limit, jnp.float32(2.0), jnp.bool_(True),
-                       C.static_key(prep, p, jnp.bool_(True)), jnp.int32(1))
+    inp = antstate.StepInputs(
+        tau=tau, q0=jnp.float32(0.5), rp_limit=limit, soft_limit=limit,
+        stall_budget=jnp.float32(2.0), timed=jnp.bool_(True),
+        key=prepared.static_key(prep, p, jnp.bool_(True)), issue_width=jnp.int32(1))
     return native.construct_ants_native(prep, inp, p, key, prep.n, wavefronts=1,
                                         wavefront_size=8, uniform_exploration=False).order
 

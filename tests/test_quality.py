@@ -10,7 +10,7 @@ import pytest
 
 import jaxsched
 from jaxsched import colony
-from jaxsched.colony import construct
+from jaxsched.colony import antstate, construct, prepared
 from jaxsched.heuristics import list_schedule
 from jaxsched.machines.model import rp_limits
 from jaxsched.problem.padded import pad_region, padded_shape
@@ -42,17 +42,17 @@ def test_ants_wait_instead_of_dying_under_the_rp_target():
     shape = padded_shape(region, MACHINE)
     dev = jax.tree.map(jnp.asarray, pad_region(region, MACHINE, shape))
     params = colony.default_params(stall_fraction=0.0)
-    prep = construct.prepare(dev, shape.ready)
+    prep = prepared.prepare(dev, shape.ready)
     limit = rp_limits(MACHINE.occupancy_lut, MACHINE.target_occupancy, 0)
     N = shape.n
-    inp = construct.StepInputs(
+    inp = antstate.StepInputs(
         tau=jnp.ones((N + 1, N + 1)),
         q0=jnp.float32(1.0),  # exploit: latency-greedy ants (critical path first)
         rp_limit=limit,
         soft_limit=limit,
         stall_budget=jnp.float32(10.0),
         timed=jnp.bool_(True),
-        key=construct.static_key(prep, params, jnp.bool_(True)),
+        key=prepared.static_key(prep, params, jnp.bool_(True)),
         issue_width=jnp.int32(1),
     )
     out = construct.construct_ants(

@@ -65,7 +65,7 @@ def test_the_fallback_is_the_shortest_candidate_outside_the_headroom(xp):
     params = default_params(headroom_allowance=0.0)
     peak = xp.asarray([[40], [42], [43], [48]], xp.int32)
     length = xp.asarray([200, 110, 105, 100], xp.int32)
-    kw = dict(peak=peak, length=length, ok=xp.asarray([True] * 4), limit=xp.asarray([48]))
+    kw = dict(peak=peak, length=length, within_target=xp.asarray([True] * 4), limit=xp.asarray([48]))
     assert int(rules.frugal(3, params=params, xp=xp, **kw)) == 1
     assert int(rules.frugal(2, params=params, xp=xp, **kw)) == 1
     assert int(rules.frugal(1, params=params, xp=xp, **kw)) == 1
@@ -77,7 +77,7 @@ def test_the_rule_only_compares_within_the_rp_target():
     ok = np.array([True, False, True])
     peak = np.array([[44], [10], [48]], np.int32)
     length = np.array([100, 50, 99], np.int32)
-    kw = dict(peak=peak, length=length, ok=ok, limit=np.int32([48]), xp=np)
+    kw = dict(peak=peak, length=length, within_target=ok, limit=np.int32([48]), xp=np)
     p = default_params()
     assert int(rules.frugal(2, params=p, **kw)) == 0
     assert int(rules.frugal(1, params=p, **kw)) == 1

@@ -26,10 +26,10 @@ from jax import lax
 from jaxsched.distributed import device_slice
 
 
-def first_min(x: jax.Array) -> jax.Array:
+def first_min(values: jax.Array) -> jax.Array:
     """int32[]: index of the first minimum of a 1-D array (plain reductions only)."""
-    idx = jnp.arange(x.shape[0], dtype=jnp.int32)
-    return jnp.where(x == x.min(), idx, x.shape[0]).min()
+    idx = jnp.arange(values.shape[0], dtype=jnp.int32)
+    return jnp.where(values == values.min(), idx, values.shape[0]).min()
 
 
 def local_ants(tree, axis: str | None):
@@ -37,7 +37,7 @@ def local_ants(tree, axis: str | None):
     contiguous parts over mesh ``axis``; A must be a multiple of the axis size)."""
     if axis is None:
         return tree
-    return jax.tree.map(lambda x: device_slice(x, axis), tree)
+    return jax.tree.map(lambda leaf: device_slice(leaf, axis), tree)
 
 
 def ant_winner(

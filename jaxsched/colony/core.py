@@ -27,9 +27,9 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxsched.colony import rules
-from jaxsched.colony.construct import BIG
 from jaxsched.colony.iteration import PassState, iterate, running, start_pass
 from jaxsched.colony.params import ColonyConfig, ColonyParams
+from jaxsched.colony.prepared import BIG
 from jaxsched.colony.problem import ColonyProblem
 from jaxsched.colony.rules import COLONY, COLONY_RP, EXACT, LIST_TARGET  # noqa: F401
 from jaxsched.heuristics.list_scheduler import stall_schedule, target_schedule
@@ -116,33 +116,37 @@ def _per_region(fn, problem: ColonyProblem, *args):
 def _select(mask: jax.Array, new, old):
     """``new`` where ``mask`` (bool[B]) else ``old``, for pytrees with a leading axis B."""
 
-    def sel(a, b):
-        return jnp.where(mask.reshape(mask.shape + (1,) * (a.ndim - 1)), a, b)
+    def sel(new_leaf, old_leaf):
+        return jnp.where(mask.reshape(mask.shape + (1,) * (new_leaf.ndim - 1)), new_leaf, old_leaf)
 
     return jax.tree.map(sel, new, old)
 
 
-def _starts(p: ColonyProblem, s: ColonyState) -> Schedule:
+def _starts(region: ColonyProblem, region_state: ColonyState) -> Schedule:
     """The starts of one region ([S] leading axis), "list-target" as recomputed."""
     return Schedule(
-        order=p.start_order.at[LIST_TARGET].set(s.retarget.order),
-        peak=p.start_peak.at[LIST_TARGET].set(s.retarget.peak),
-        length=p.start_length.at[LIST_TARGET].set(s.retarget.length),
+        order=region.start_order.at[LIST_TARGET].set(region_state.retarget.order),
+        peak=region.start_peak.at[LIST_TARGET].set(region_state.retarget.peak),
+        length=region.start_length.at[LIST_TARGET].set(region_state.retarget.length),
     )
 
 
-def _retarget(p: ColonyProblem, cost: jax.Array, feasible: jax.Array) -> Schedule:
+def _retarget(region: ColonyProblem, cost: jax.Array, feasible: jax.Array) -> Schedule:
     """The list schedule under the per-file RP limits of RP cost ``cost``
     (`target_schedule`, ``feasible`` an order meeting them)."""
-    lut, iw, target = p.machine.lut, p.machine.issue_width, p.machine.target_occupancy
-    ls = target_schedule(p.dev, lut, rp_limits(lut, target, cost), target, feasible, iw)
-    _, length = stall_schedule(p.dev, ls.order, iw)
+    lut, iw, target = (
+        region.machine.lut,
+        region.machine.issue_width,
+        region.machine.target_occupancy,
+    )
+    ls = target_schedule(region.dev, lut, rp_limits(lut, target, cost), target, feasible, iw)
+    _, length = stall_schedule(region.dev, ls.order, iw)
     return Schedule(ls.order, ls.peak, length)
 
 
-def _init_region(p: ColonyProblem, key: jax.Array, params: ColonyParams, config: ColonyConfig):
+def _init_region(region: ColonyProblem, key: jax.Array, params: ColonyParams, config: ColonyConfig):
     """One region's state: the RP pass from the best allowed start by (RP cost, length)."""
-    s1, start = rules.rp_pass_start(p, params, jnp)
+    s1, start = rules.rp_pass_start(region, params, jnp)
     rp = start_pass(**start._asdict(), key=jax.random.fold_in(key, 1), params=params, config=config)
     return ColonyState(
         phase=jnp.int32(RP_PASS),
@@ -150,49 +154,55 @@ def _init_region(p: ColonyProblem, key: jax.Array, params: ColonyParams, config:
         current=rp,
         rp=_summary(rp, jnp.int32(BIG), jnp.int32(BIG), jnp.int32(0)),
         retarget=Schedule(
-            p.start_order[LIST_TARGET], p.start_peak[LIST_TARGET], p.start_length[LIST_TARGET]
+            region.start_order[LIST_TARGET],
+            region.start_peak[LIST_TARGET],
+            region.start_length[LIST_TARGET],
         ),
         start=jnp.stack([s1, s1]),
-        start_length=p.start_length[s1],
-        length_lower_bound=p.length_lower_bound,
+        start_length=region.start_length[s1],
+        length_lower_bound=region.length_lower_bound,
     )
 
 
-def _summary(ps: PassState, cost, length, iterations) -> PassSummary:
+def _summary(pass_state: PassState, cost, length, iterations) -> PassSummary:
     """The summary of an RP pass (until it ends: cost and length BIG, no candidate)."""
     return PassSummary(
-        order=ps.best_order,
+        order=pass_state.best_order,
         cost=cost,
-        peak=ps.best_peak,
+        peak=pass_state.best_peak,
         length=length,
         iterations=iterations,
-        history_best=ps.history_best,
-        history_winner=ps.history_winner,
-        history_alive=ps.history_alive,
+        history_best=pass_state.history_best,
+        history_winner=pass_state.history_winner,
+        history_alive=pass_state.history_alive,
     )
 
 
-def _start_ilp(p: ColonyProblem, s: ColonyState, params: ColonyParams, config: ColonyConfig):
+def _start_ilp(
+    region: ColonyProblem, region_state: ColonyState, params: ColonyParams, config: ColonyConfig
+):
     """One region after its RP pass: the ILP pass (`rules.ilp_pass_start`) from the starts,
     "list-target" recomputed at the RP pass's cost, and the RP pass's best."""
-    done = s.current
+    done = region_state.current
     target = done.best_cost
-    s = s._replace(retarget=_retarget(p, target, done.best_order))
-    starts = _starts(p, s)
-    _, rp_len = stall_schedule(p.dev, done.best_order, p.machine.issue_width)
+    region_state = region_state._replace(retarget=_retarget(region, target, done.best_order))
+    starts = _starts(region, region_state)
+    _, rp_len = stall_schedule(region.dev, done.best_order, region.machine.issue_width)
     candidates = (
         jnp.concatenate([starts.order, done.best_order[None]]),
         jnp.concatenate([starts.peak, done.best_peak[None]]),
         jnp.concatenate([starts.length, rp_len[None]]),
     )
-    choice = rules.ilp_pass_start(p, candidates, target, s.length_lower_bound, params, jnp)
-    key = jax.random.fold_in(s.key, 2)
+    choice = rules.ilp_pass_start(
+        region, candidates, target, region_state.length_lower_bound, params, jnp
+    )
+    key = jax.random.fold_in(region_state.key, 2)
     ilp = start_pass(**choice.pass_start._asdict(), key=key, params=params, config=config)
-    return s._replace(
+    return region_state._replace(
         phase=jnp.int32(ILP_PASS),
         current=ilp,
         rp=_summary(done, target, rp_len, done.iteration),
-        start=s.start.at[1].set(choice.start),
+        start=region_state.start.at[1].set(choice.start),
         start_length=choice.start_length,
         length_lower_bound=choice.length_lower_bound,
     )
@@ -205,13 +215,15 @@ def _advance(
     live = jax.vmap(partial(running, config=config))(state.current)
     ended = (state.phase < DONE) & ~live
 
-    def move(st: ColonyState) -> ColonyState:
-        ilp = _per_region(partial(_start_ilp, params=params, config=config), problem, st)
-        st = _select(ended & (st.phase == RP_PASS), ilp, st)
-        live = jax.vmap(partial(running, config=config))(st.current)
-        return st._replace(phase=jnp.where(st.phase < DONE, jnp.where(live, st.phase, DONE), DONE))
+    def move(states: ColonyState) -> ColonyState:
+        ilp = _per_region(partial(_start_ilp, params=params, config=config), problem, states)
+        states = _select(ended & (states.phase == RP_PASS), ilp, states)
+        live = jax.vmap(partial(running, config=config))(states.current)
+        return states._replace(
+            phase=jnp.where(states.phase < DONE, jnp.where(live, states.phase, DONE), DONE)
+        )
 
-    return lax.cond(ended.any(), move, lambda st: st, state)
+    return lax.cond(ended.any(), move, lambda unchanged: unchanged, state)
 
 
 def init(
@@ -223,7 +235,7 @@ def init(
 ) -> ColonyState:
     """The colony state of every region of ``problem`` before its first iteration."""
     config = config or default_config()
-    keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(problem.ids)
+    keys = jax.vmap(lambda region_id: jax.random.fold_in(key, region_id))(problem.ids)
     state = _per_region(partial(_init_region, params=params, config=config), problem, keys)
     return _advance(state, problem, params, config)
 
@@ -240,11 +252,11 @@ def step(
     num_steps = jnp.max(problem.prep.n)
     live = jax.vmap(partial(running, config=config))(state.current) & (state.phase < DONE)
 
-    def one(p: ColonyProblem, ps: PassState, active: jax.Array) -> PassState:
+    def one(region: ColonyProblem, pass_state: PassState, active: jax.Array) -> PassState:
         return iterate(
-            ps,
-            p.prep,
-            p.machine,
+            pass_state,
+            region.prep,
+            region.machine,
             params,
             num_steps,
             config=config,
@@ -281,44 +293,46 @@ def run(
     return lax.while_loop(cond, body, (state, jnp.int32(0)))[0]
 
 
-def _candidates(s: ColonyState, p: ColonyProblem):
+def _candidates(region_state: ColonyState, region: ColonyProblem):
     """(orders int32[C, N], peaks int32[C, F], lengths int32[C]) of the candidates: the starts,
     the RP pass's best and the ILP pass's best (C = len(SOURCES))."""
-    ilp, starts = s.current, _starts(p, s)
-    _, ilp_len = stall_schedule(p.dev, ilp.best_order, p.machine.issue_width)
-    orders = jnp.concatenate([starts.order, s.rp.order[None], ilp.best_order[None]])
-    peaks = jnp.concatenate([starts.peak, s.rp.peak[None], ilp.best_peak[None]])
-    lengths = jnp.concatenate([starts.length, s.rp.length[None], ilp_len[None]])
+    ilp, starts = region_state.current, _starts(region, region_state)
+    _, ilp_len = stall_schedule(region.dev, ilp.best_order, region.machine.issue_width)
+    orders = jnp.concatenate([starts.order, region_state.rp.order[None], ilp.best_order[None]])
+    peaks = jnp.concatenate([starts.peak, region_state.rp.peak[None], ilp.best_peak[None]])
+    lengths = jnp.concatenate([starts.length, region_state.rp.length[None], ilp_len[None]])
     return orders, peaks, lengths
 
 
-def _solution_region(p: ColonyProblem, s: ColonyState, params: ColonyParams) -> Solution:
-    ilp = s.current
+def _solution_region(
+    region: ColonyProblem, region_state: ColonyState, params: ColonyParams
+) -> Solution:
+    ilp = region_state.current
     return region_solution(
-        p,
-        _candidates(s, p),
-        ilp_start=s.start[1],
-        ilp_start_length=s.start_length,
-        rp=s.rp,
+        region,
+        _candidates(region_state, region),
+        ilp_start=region_state.start[1],
+        ilp_start_length=region_state.start_length,
+        rp=region_state.rp,
         ilp=PassSummary(
             order=ilp.best_order,
             cost=ilp.best_cost,
             peak=ilp.best_peak,
             length=jnp.int32(0),
-            iterations=jnp.where(s.phase == DONE, ilp.iteration, 0),
+            iterations=jnp.where(region_state.phase == DONE, ilp.iteration, 0),
             history_best=ilp.history_best,
             history_winner=ilp.history_winner,
             history_alive=ilp.history_alive,
         ),
-        length_lower_bound=s.length_lower_bound,
+        length_lower_bound=region_state.length_lower_bound,
         params=params,
-        timing=partial(stall_schedule, p.dev, issue_width=p.machine.issue_width),
+        timing=partial(stall_schedule, region.dev, issue_width=region.machine.issue_width),
         xp=jnp,
     )
 
 
 def region_solution(
-    p: ColonyProblem,
+    region: ColonyProblem,
     candidates: tuple,
     *,
     ilp_start,
@@ -336,10 +350,10 @@ def region_solution(
     (cycles, length)`` the greedy timing of an order; ``xp``: jax.numpy on device, NumPy on
     the host (`engine`)."""
     orders, peaks, lengths = candidates
-    lut, target = p.machine.lut, p.machine.target_occupancy
+    lut, target = region.machine.lut, region.machine.target_occupancy
     cost = rules.rp_costs(peaks, lut, target, xp)
     occ = rules.occupancies(peaks, lut, xp)
-    allowed = xp.concatenate([p.start_allowed, xp.asarray([True, True])])
+    allowed = xp.concatenate([region.start_allowed, xp.asarray([True, True])])
     pick = rules.pick_result(
         cost=cost,
         occupancy=occ,
@@ -350,13 +364,13 @@ def region_solution(
         ilp_start=ilp_start,
         ilp_start_length=ilp_start_length,
         rp_target=rp.cost,
-        proven=p.proven,
+        proven=region.proven,
         params=params,
         xp=xp,
     )
     cycles, length = timing(orders[pick])
     heur = rules.heuristic_pick(cost, lengths, allowed, xp)
-    proven = p.proven & (pick == EXACT)
+    proven = region.proven & (pick == EXACT)
     return Solution(
         order=orders[pick],
         cycles=cycles,
@@ -369,11 +383,11 @@ def region_solution(
         history_best=xp.stack([rp.history_best, ilp.history_best]),
         history_winner=xp.stack([rp.history_winner, ilp.history_winner]),
         history_alive=xp.stack([rp.history_alive, ilp.history_alive]),
-        rp_lower_bound=p.rp_lower_bound,
+        rp_lower_bound=region.rp_lower_bound,
         length_lower_bound=length_lower_bound,
         heuristic_length=lengths[heur],
         heuristic_occupancy=occ[heur],
-        optimal_rp=(cost[pick] <= p.rp_lower_bound) | proven,
+        optimal_rp=(cost[pick] <= region.rp_lower_bound) | proven,
         optimal_length=(length <= length_lower_bound) | proven,
     )
 

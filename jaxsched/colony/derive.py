@@ -1,10 +1,10 @@
 """What the colony derives from each padded region before it runs, on the host (NumPy): the
-construction tables (`prepare_host`, `construct.prepare`'s twin), the starting schedules (the
+construction tables (`prepare_host`, `prepared.prepare`'s twin), the starting schedules (the
 input order and three list schedules), their peaks and lengths, both lower bounds and the
 critical path (`derive_host`).
 
 Every result equals, bit for bit (same dtypes and shapes), what the JAX functions compute on
-the same padded arrays (`construct.prepare`, `list_scheduler.list_schedule` and
+the same padded arrays (`prepared.prepare`, `list_scheduler.list_schedule` and
 `target_schedule`, `order_peak_rp`, `stall_schedule`, `bounds.rp_peak_lower_bound_jax`,
 `bounds.length_lower_bound_jax`), so a problem prepared here solves exactly like one prepared
 on device, and preparing it compiles nothing.
@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from jaxsched.colony.construct import BIG, Prepared
+from jaxsched.colony.prepared import BIG, Prepared
 from jaxsched.heuristics.bounds import length_lower_bound_host, rp_peak_lower_bound_host
 from jaxsched.heuristics.host_schedule import (
     host_region,
@@ -35,10 +35,10 @@ LATENCY_PRIORITY = ("cp", "luc", "nid")
 
 
 # ------------------------------------------------------------------------------ prepare
-def _row_pad(a: np.ndarray, fill) -> np.ndarray:
-    """``a`` with one extra leading-axis row of ``fill`` (the sentinel's dummy row)."""
-    a = np.asarray(a)
-    return np.concatenate([a, np.full((1, *a.shape[1:]), fill, a.dtype)], axis=0)
+def _row_pad(values: np.ndarray, fill) -> np.ndarray:
+    """``values`` with one extra leading-axis row of ``fill`` (the sentinel's dummy row)."""
+    values = np.asarray(values)
+    return np.concatenate([values, np.full((1, *values.shape[1:]), fill, values.dtype)], axis=0)
 
 
 def _users_xor(uses: np.ndarray, num_regs: int) -> np.ndarray:
@@ -50,13 +50,13 @@ def _users_xor(uses: np.ndarray, num_regs: int) -> np.ndarray:
     return out
 
 
-def _normalized(x: np.ndarray) -> np.ndarray:
-    """f32[N + 1]: ``x`` (int[N]) divided by its maximum (at least 1), dummy 0 appended; the
-    float32 arithmetic XLA compiles `construct._normalized` to (a multiplication by the
+def _normalized(values: np.ndarray) -> np.ndarray:
+    """f32[N + 1]: ``values`` (int[N]) divided by its maximum (at least 1), dummy 0 appended; the
+    float32 arithmetic XLA compiles `prepared._normalized` to (a multiplication by the
     maximum's rounded reciprocal, not a division)."""
-    x = np.asarray(x).astype(np.float32)
-    scale = np.float32(1.0) / np.maximum(x.max(), np.float32(1.0))
-    return _row_pad(x * scale, np.float32(0.0))
+    values = np.asarray(values).astype(np.float32)
+    scale = np.float32(1.0) / np.maximum(values.max(), np.float32(1.0))
+    return _row_pad(values * scale, np.float32(0.0))
 
 
 def _initial_ready(dev: DeviceRegion, ready_slots: int) -> tuple[np.ndarray, np.int32]:
@@ -71,7 +71,7 @@ def _initial_ready(dev: DeviceRegion, ready_slots: int) -> tuple[np.ndarray, np.
 
 
 def prepare_host(dev: DeviceRegion, ready_slots: int) -> Prepared:
-    """`construct.prepare` on the host: the `Prepared` tables of one padded region (NumPy
+    """`prepared.prepare` on the host: the `Prepared` tables of one padded region (NumPy
     ``dev``, no batch axis) as NumPy arrays of the same dtypes and shapes."""
     N, R, F = dev.valid.shape[0], dev.reg_width.shape[0], dev.live_through.shape[0]
     reg_width, reg_file = _row_pad(dev.reg_width, 0), _row_pad(dev.reg_file, 0)

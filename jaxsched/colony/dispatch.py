@@ -13,8 +13,10 @@ import jax
 
 from jaxsched import fused
 from jaxsched.colony import native
-from jaxsched.colony.construct import AntResults, Prepared, StepInputs, construct_ants
+from jaxsched.colony.antstate import AntResults, StepInputs
+from jaxsched.colony.construct import construct_ants
 from jaxsched.colony.params import ColonyConfig, ColonyParams
+from jaxsched.colony.prepared import Prepared
 from jaxsched.errors import InputError
 from jaxsched.fused import gpu_platform  # noqa: F401 (re-exported)
 

@@ -31,11 +31,11 @@ import numpy as np
 from jax import lax
 
 from jaxsched.colony import rules
-from jaxsched.colony.construct import Prepared
 from jaxsched.colony.core import PassSummary, Schedule, Solution, region_solution
 from jaxsched.colony.iteration import PassState, iterate, running, start_pass
 from jaxsched.colony.memory import choose_batch
 from jaxsched.colony.params import ColonyConfig, ColonyParams
+from jaxsched.colony.prepared import Prepared
 from jaxsched.colony.problem import ColonyProblem
 from jaxsched.compilation import COMPILED
 from jaxsched.heuristics.host_schedule import target_schedule_host
@@ -73,15 +73,15 @@ def advance(
     at once) up to ``steps`` times, stopping early once a pass that was running ends.
     Returns (passes, bool[S] running)."""
 
-    def start(fs: rules.PassStart, fp: jax.Array, no: jax.Array) -> PassState:
-        k = jax.random.fold_in(jax.random.fold_in(key, fp), no)
-        return start_pass(**fs._asdict(), key=k, params=params, config=config)
+    def start(pass_start: rules.PassStart, region_id: jax.Array, pass_no: jax.Array) -> PassState:
+        k = jax.random.fold_in(jax.random.fold_in(key, region_id), pass_no)
+        return start_pass(**pass_start._asdict(), key=k, params=params, config=config)
 
-    def refill(ps: PassState) -> PassState:
+    def refill(passes: PassState) -> PassState:
         new = jax.vmap(start)(fill.start, fill.ids, fill.pass_no)
-        return _select(fill.fill, new, ps)
+        return _select(fill.fill, new, passes)
 
-    passes = lax.cond(fill.fill.any(), refill, lambda ps: ps, passes)
+    passes = lax.cond(fill.fill.any(), refill, lambda unchanged: unchanged, passes)
     live_at_start = _running(passes, config)
 
     def cond(carry):
@@ -94,9 +94,9 @@ def advance(
         live = _running(ps, config)
         num_steps = jnp.max(jnp.where(live, prep.n, 0))
 
-        def one(p: Prepared, s: PassState, active: jax.Array) -> PassState:
+        def one(region_prep: Prepared, pass_state: PassState, active: jax.Array) -> PassState:
             return iterate(
-                s, p, machine, params, num_steps,
+                pass_state, region_prep, machine, params, num_steps,
                 config=config, batch_axis="regions", active=active,
             )  # fmt: skip
 
@@ -112,8 +112,8 @@ def _running(passes: PassState, config: ColonyConfig) -> jax.Array:
 
 
 def _select(mask: jax.Array, new, old):
-    def sel(a, b):
-        return jnp.where(mask.reshape(mask.shape + (1,) * (a.ndim - 1)), a, b)
+    def sel(new_leaf, old_leaf):
+        return jnp.where(mask.reshape(mask.shape + (1,) * (new_leaf.ndim - 1)), new_leaf, old_leaf)
 
     return jax.tree.map(sel, new, old)
 
@@ -231,7 +231,7 @@ class Host:
             timing=partial(self.timing, job),
             xp=np,
         )
-        job.phase, job.solution = 2, jax.tree.map(lambda x: np.asarray(x)[None], sol)
+        job.phase, job.solution = 2, jax.tree.map(lambda leaf: np.asarray(leaf)[None], sol)
         return job.solution
 
     def timing(self, job: Job, order: np.ndarray) -> tuple[np.ndarray, np.int32]:
@@ -242,22 +242,26 @@ class Host:
         return cycles, np.int32(cycles[:n].max() + 1 if n else 0)
 
 
-def _summary(r: PassResult, length: int) -> PassSummary:
+def _summary(result: PassResult, length: int) -> PassSummary:
     return PassSummary(
-        order=r.order,
-        cost=r.cost,
-        peak=r.peak,
+        order=result.order,
+        cost=result.cost,
+        peak=result.peak,
         length=np.int32(length),
-        iterations=r.iterations,
-        history_best=r.history_best,
-        history_winner=r.history_winner,
-        history_alive=r.history_alive,
+        iterations=result.iterations,
+        history_best=result.history_best,
+        history_winner=result.history_winner,
+        history_alive=result.history_alive,
     )
 
 
-def _starts(p: ColonyProblem, retarget: Schedule) -> Schedule:
+def _starts(region: ColonyProblem, retarget: Schedule) -> Schedule:
     """The starts of one region ([S] leading axis), "list-target" as recomputed (NumPy)."""
-    order, peak, length = p.start_order.copy(), p.start_peak.copy(), p.start_length.copy()
+    order, peak, length = (
+        region.start_order.copy(),
+        region.start_peak.copy(),
+        region.start_length.copy(),
+    )
     order[rules.LIST_TARGET] = retarget.order
     peak[rules.LIST_TARGET] = retarget.peak
     length[rules.LIST_TARGET] = retarget.length
@@ -292,12 +296,14 @@ class Pool:
         self.size, self.config, self.run = size, config, run
         self.jobs: list[Job | None] = [None] * size
         template = jobs[0].prob.prep
-        self.prep_host = jax.tree.map(lambda x: np.repeat(np.asarray(x)[None], size, 0), template)
+        self.prep_host = jax.tree.map(
+            lambda leaf: np.repeat(np.asarray(leaf)[None], size, 0), template
+        )
         self.prep: Prepared | None = None
         self.passes = _empty_passes(size, jobs[0].prob, config, run)
         empty = _skipped_start(jobs[0].prob)
         self.fill = SlotFill(
-            start=jax.tree.map(lambda x: np.repeat(np.asarray(x)[None], size, 0), empty),
+            start=jax.tree.map(lambda leaf: np.repeat(np.asarray(leaf)[None], size, 0), empty),
             ids=np.zeros(size, np.uint32),
             pass_no=np.ones(size, np.int32),
             fill=np.zeros(size, bool),
@@ -374,18 +380,18 @@ class RunShared(NamedTuple):
         return COMPILED.compiled(_advance_jit, static, *args)
 
 
-def _row(tree, i: int):
-    return jax.tree.map(lambda x: x[i], tree)
+def _row(tree, index: int):
+    return jax.tree.map(lambda leaf: leaf[index], tree)
 
 
-def _skipped_start(p: ColonyProblem) -> rules.PassStart:
+def _skipped_start(region: ColonyProblem) -> rules.PassStart:
     """A placeholder pass start of the problem's shapes (never run: ``skip``)."""
     return rules.PassStart(
         timed=np.bool_(False),
         skip=np.bool_(True),
-        order=np.asarray(p.start_order[0]),
+        order=np.asarray(region.start_order[0]),
         cost=np.int32(0),
-        peak=np.asarray(p.start_peak[0]),
+        peak=np.asarray(region.start_peak[0]),
         stalls=np.int32(0),
         stall_budget=np.float32(1.0),
         lower_bound=np.int32(0),
@@ -394,19 +400,21 @@ def _skipped_start(p: ColonyProblem) -> rules.PassStart:
     )
 
 
-def _empty_passes(size: int, p: ColonyProblem, config: ColonyConfig, run: RunShared) -> PassState:
+def _empty_passes(
+    size: int, region: ColonyProblem, config: ColonyConfig, run: RunShared
+) -> PassState:
     """Pass states of ``size`` idle slots (zeros: never running)."""
     one = jax.eval_shape(
-        lambda s, k: start_pass(**s._asdict(), key=k, params=run.params, config=config),
-        _skipped_start(p),
+        lambda start, key: start_pass(**start._asdict(), key=key, params=run.params, config=config),
+        _skipped_start(region),
         run.key,
     )
 
-    def zeros(x):
-        if jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
+    def zeros(leaf):
+        if jnp.issubdtype(leaf.dtype, jax.dtypes.prng_key):
             data = jnp.zeros((size, *jax.random.key_data(run.key).shape), jnp.uint32)
             return jax.random.wrap_key_data(data, impl=jax.random.key_impl(run.key))
-        return jnp.zeros((size, *x.shape), x.dtype)
+        return jnp.zeros((size, *leaf.shape), leaf.dtype)
 
     return jax.tree.map(zeros, one)
 

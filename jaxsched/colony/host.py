@@ -144,10 +144,10 @@ class Result:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict) -> Result:
+    def from_dict(cls, data: dict) -> Result:
         """The inverse of `to_dict` (extra keys are ignored)."""
         names = {f.name for f in dataclasses.fields(cls)}
-        kw = {k: v for k, v in d.items() if k in names}
+        kw = {k: v for k, v in data.items() if k in names}
         kw["cycles"] = np.asarray(kw["cycles"], np.int64)
         kw["order"] = tuple(kw["order"])
         kw["iterations"] = tuple(kw["iterations"])
@@ -204,7 +204,9 @@ def plan_batches(
 
 def _split(groups: dict, options: Options) -> list[Batch]:
     plan = []
-    for (_, cfg), (idxs, shape) in sorted(groups.items(), key=lambda g: (g[0][0], -g[0][1].ants)):
+    for (_, cfg), (idxs, shape) in sorted(
+        groups.items(), key=lambda group: (group[0][0], -group[0][1].ants)
+    ):
         cap = batch_cap(shape, cfg, options.memory_budget, options.max_batch)
         size = choose_batch(len(idxs), cap)
         plan += [
@@ -289,31 +291,33 @@ def _run_exact(regions: Sequence[Region], machine: Machine, options: Options) ->
     }
 
 
-def to_result(region: Region, machine: Machine, sol: Solution, b: int, exact, seconds) -> Result:
-    """Region ``b`` of a (host) `Solution` as a `Result`; ``seconds`` = (compile, run)."""
+def to_result(
+    region: Region, machine: Machine, sol: Solution, index: int, exact, seconds
+) -> Result:
+    """Region ``index`` of a (host) `Solution` as a `Result`; ``seconds`` = (compile, run)."""
     n = len(region)
-    it = [int(x) for x in sol.iterations[b]]
+    it = [int(x) for x in sol.iterations[index]]
     hist = {
-        f"{p}_{k}": getattr(sol, f"history_{k}")[b, i, : it[i]].tolist()
+        f"{p}_{k}": getattr(sol, f"history_{k}")[index, i, : it[i]].tolist()
         for i, p in enumerate(("rp", "ilp"))
         for k in ("best", "winner", "alive")
     }
     return Result(
         name=region.name,
-        cycles=np.asarray(sol.cycles[b, :n], np.int64),
-        order=tuple(int(x) for x in sol.order[b, :n]),
-        length=int(sol.length[b]),
-        peak_rp=dict(zip(machine.file_names, (int(x) for x in sol.peak[b]), strict=True)),
-        occupancy=int(sol.occupancy[b]),
-        rp_cost=int(sol.rp_cost[b]),
-        length_lower_bound=int(sol.length_lower_bound[b]),
-        rp_cost_lower_bound=int(sol.rp_lower_bound[b]),
-        heuristic_length=int(sol.heuristic_length[b]),
-        heuristic_occupancy=int(sol.heuristic_occupancy[b]),
-        optimal_rp=bool(sol.optimal_rp[b]),
-        optimal_length=bool(sol.optimal_length[b]),
+        cycles=np.asarray(sol.cycles[index, :n], np.int64),
+        order=tuple(int(x) for x in sol.order[index, :n]),
+        length=int(sol.length[index]),
+        peak_rp=dict(zip(machine.file_names, (int(x) for x in sol.peak[index]), strict=True)),
+        occupancy=int(sol.occupancy[index]),
+        rp_cost=int(sol.rp_cost[index]),
+        length_lower_bound=int(sol.length_lower_bound[index]),
+        rp_cost_lower_bound=int(sol.rp_lower_bound[index]),
+        heuristic_length=int(sol.heuristic_length[index]),
+        heuristic_occupancy=int(sol.heuristic_occupancy[index]),
+        optimal_rp=bool(sol.optimal_rp[index]),
+        optimal_length=bool(sol.optimal_length[index]),
         iterations=(it[0], it[1]),
-        source=SOURCES[int(sol.source[b])],
+        source=SOURCES[int(sol.source[index])],
         history=hist,
         compile_seconds=seconds[0],
         run_seconds=seconds[1],
@@ -495,8 +499,8 @@ def schedule(
     plan = _plan(regions, machine, config, options)
     ready = {}
 
-    def prepare(k: int) -> None:
-        ready[k] = _prepare(plan[k], regions, machine, params, key, options, exact)
+    def prepare(index: int) -> None:
+        ready[index] = _prepare(plan[index], regions, machine, params, key, options, exact)
 
     if plan:
         prepare(0)
@@ -538,7 +542,9 @@ def _schedule_local(
             progress([i], [r])
 
     plan = []
-    for (_, cfg), (idxs, shape) in sorted(groups.items(), key=lambda g: (g[0][0], -g[0][1].ants)):
+    for (_, cfg), (idxs, shape) in sorted(
+        groups.items(), key=lambda group: (group[0][0], -group[0][1].ants)
+    ):
         jobs = _jobs(regions, idxs, machine, shape, options, exact)
         cap = batch_cap(shape, cfg, options.memory_budget, options.max_batch)
         plan.append(engine.Group(config=cfg, cap=cap, jobs=jobs))
@@ -559,9 +565,9 @@ def _jobs(regions, idxs, machine, shape, options, exact) -> list[engine.Job]:
     return [engine.Job(index=i, region=regions[i], prob=_row(prob, b)) for b, i in enumerate(idxs)]
 
 
-def _row(prob: ColonyProblem, b: int) -> ColonyProblem:
-    """Region ``b`` of a host problem (the machine stays as it is)."""
-    rows = jax.tree.map(lambda x: x[b], prob._replace(machine=None))
+def _row(prob: ColonyProblem, index: int) -> ColonyProblem:
+    """Region ``index`` of a host problem (the machine stays as it is)."""
+    rows = jax.tree.map(lambda leaf: leaf[index], prob._replace(machine=None))
     return rows._replace(machine=prob.machine)
 
 

@@ -17,8 +17,9 @@ import jax.numpy as jnp
 
 from jaxsched.colony import dispatch
 from jaxsched.colony.antshard import ant_total, ant_winner
-from jaxsched.colony.construct import BIG, AntResults, Prepared, StepInputs, static_key
+from jaxsched.colony.antstate import AntResults, StepInputs
 from jaxsched.colony.params import ColonyConfig, ColonyParams, pass_params
+from jaxsched.colony.prepared import BIG, Prepared, static_key
 from jaxsched.machines.model import RP_UNLIMITED, MachineArrays, rp_cost_jax, rp_limits
 
 
@@ -97,13 +98,13 @@ def start_pass(
     )
 
 
-def running(ps: PassState, config: ColonyConfig) -> jax.Array:
+def running(pass_state: PassState, config: ColonyConfig) -> jax.Array:
     """bool[]: the pass goes on (not skipped, above its bound, patient, under the cap)."""
     return (
-        ~ps.skip
-        & (ps.iteration < config.max_iterations)
-        & (ps.best_cost > ps.lower_bound)
-        & (ps.no_improve < ps.patience)
+        ~pass_state.skip
+        & (pass_state.iteration < config.max_iterations)
+        & (pass_state.best_cost > pass_state.lower_bound)
+        & (pass_state.no_improve < pass_state.patience)
     )
 
 
@@ -126,43 +127,43 @@ def ant_costs(
 
 
 def step_inputs(
-    ps: PassState, prep: Prepared, machine: MachineArrays, params: ColonyParams
+    pass_state: PassState, prep: Prepared, machine: MachineArrays, params: ColonyParams
 ) -> StepInputs:
     """What every ant of the iteration shares: pheromone, q0, the RP limit (the ILP pass's
     target; in the RP pass the best RP cost so far) and the soft limit below it, G, the
     heuristic key. ``params``: pass parameters (`params.pass_params`)."""
     n = jnp.maximum(prep.n, 1).astype(jnp.float32)
-    cost_target = jnp.where(ps.timed, ps.rp_target, ps.best_cost)
+    cost_target = jnp.where(pass_state.timed, pass_state.rp_target, pass_state.best_cost)
     limit = rp_limits(machine.lut, machine.target_occupancy, cost_target)
-    margin = jnp.floor(params.caution_step * ps.caution * limit).astype(jnp.int32)
+    margin = jnp.floor(params.caution_step * pass_state.caution * limit).astype(jnp.int32)
     return StepInputs(
-        tau=ps.tau,
+        tau=pass_state.tau,
         q0=jnp.maximum(0.0, 1.0 - params.explore_scale / n),
         rp_limit=limit,
         soft_limit=jnp.where(limit >= RP_UNLIMITED, limit, limit - margin),
-        stall_budget=ps.stall_budget,
-        timed=ps.timed,
-        key=static_key(prep, params, ps.timed),
+        stall_budget=pass_state.stall_budget,
+        timed=pass_state.timed,
+        key=static_key(prep, params, pass_state.timed),
         issue_width=machine.issue_width,
     )
 
 
-def _deposit(ps: PassState, order: jax.Array, cost: jax.Array, params: ColonyParams):
+def _deposit(pass_state: PassState, order: jax.Array, cost: jax.Array, params: ColonyParams):
     """[N + 1, N + 1] (the table's dtype): evaporate, deposit on the winner's links (none
     when no ant was valid), clamp to [tau_min, tau_max]."""
     N = order.shape[0]
-    heur = ps.heuristic
+    heur = pass_state.heuristic
     found = cost < BIG
     ratio = jnp.where(heur > 0, cost / (params.deposit_ref * jnp.maximum(heur, 1e-6)), 0.0)
     amount = (1.0 - jnp.minimum(1.0, ratio)) * params.deposit_scale + params.deposit_base
     prev = jnp.concatenate([jnp.array([N], jnp.int32), order[:-1]])
-    tau = ps.tau * (1.0 - params.decay).astype(ps.tau.dtype)
-    tau = tau.at[prev, order].add(jnp.where(found, amount, 0.0).astype(ps.tau.dtype))
-    return jnp.clip(tau, params.tau_min, params.tau_max).astype(ps.tau.dtype)
+    tau = pass_state.tau * (1.0 - params.decay).astype(pass_state.tau.dtype)
+    tau = tau.at[prev, order].add(jnp.where(found, amount, 0.0).astype(pass_state.tau.dtype))
+    return jnp.clip(tau, params.tau_min, params.tau_max).astype(pass_state.tau.dtype)
 
 
 def iterate(
-    ps: PassState,
+    pass_state: PassState,
     prep: Prepared,
     machine: MachineArrays,
     params: ColonyParams,
@@ -176,46 +177,46 @@ def iterate(
     the batch's largest n; ``batch_axis``: the name of a `vmap` over regions, if any;
     ``active`` False: the caller discards the result (the fused kernel then skips the region's
     construction; the result is garbage)."""
-    pp = pass_params(params, ps.timed)
+    pp = pass_params(params, pass_state.timed)
     res = dispatch.construct(
         prep,
-        step_inputs(ps, prep, machine, pp),
+        step_inputs(pass_state, prep, machine, pp),
         pp,
-        jax.random.fold_in(ps.key, ps.iteration),
+        jax.random.fold_in(pass_state.key, pass_state.iteration),
         num_steps,
         config=config,
         uniform_exploration=jnp.where(
-            ps.timed, config.uniform_exploration_ilp, config.uniform_exploration_rp
+            pass_state.timed, config.uniform_exploration_ilp, config.uniform_exploration_rp
         ),
         batch_axis=batch_axis,
         active=active,
         ant_axis=config.ant_axis,
     )
-    costs = ant_costs(res, machine, ps.timed, config.wavefront_size)
+    costs = ant_costs(res, machine, pass_state.timed, config.wavefront_size)
     fields = (res.order, res.peak, res.stalls)
     w_cost, (w_order, w_peak, stalls) = ant_winner(costs, fields, config.ant_axis)
-    improved = w_cost < ps.best_cost
+    improved = w_cost < pass_state.best_cost
     budget = jnp.where(
-        improved & (stalls < ps.stall_budget),
+        improved & (stalls < pass_state.stall_budget),
         jnp.maximum(stalls.astype(jnp.float32), 1.0),
-        ps.stall_budget,
+        pass_state.stall_budget,
     )
-    best_cost = jnp.where(improved, w_cost, ps.best_cost)
+    best_cost = jnp.where(improved, w_cost, pass_state.best_cost)
     # Every ant died: steer the next ones further below the RP limit, and do not count the
     # iteration against the pass's patience while that is still possible.
     alive = ant_total(~res.dead, config.ant_axis)
-    careful = (alive == 0) & (ps.caution < params.caution_max)
-    return ps._replace(
-        tau=_deposit(ps, w_order, w_cost, params),
-        best_order=jnp.where(improved, w_order, ps.best_order),
+    careful = (alive == 0) & (pass_state.caution < params.caution_max)
+    return pass_state._replace(
+        tau=_deposit(pass_state, w_order, w_cost, params),
+        best_order=jnp.where(improved, w_order, pass_state.best_order),
         best_cost=best_cost,
-        best_peak=jnp.where(improved, w_peak, ps.best_peak),
-        best_stalls=jnp.where(improved, stalls, ps.best_stalls),
+        best_peak=jnp.where(improved, w_peak, pass_state.best_peak),
+        best_stalls=jnp.where(improved, stalls, pass_state.best_stalls),
         stall_budget=budget,
-        iteration=ps.iteration + 1,
-        no_improve=jnp.where(improved, 0, ps.no_improve + jnp.where(careful, 0, 1)),
-        caution=ps.caution + careful.astype(jnp.int32),
-        history_best=ps.history_best.at[ps.iteration].set(best_cost),
-        history_winner=ps.history_winner.at[ps.iteration].set(w_cost),
-        history_alive=ps.history_alive.at[ps.iteration].set(alive),
+        iteration=pass_state.iteration + 1,
+        no_improve=jnp.where(improved, 0, pass_state.no_improve + jnp.where(careful, 0, 1)),
+        caution=pass_state.caution + careful.astype(jnp.int32),
+        history_best=pass_state.history_best.at[pass_state.iteration].set(best_cost),
+        history_winner=pass_state.history_winner.at[pass_state.iteration].set(w_cost),
+        history_alive=pass_state.history_alive.at[pass_state.iteration].set(alive),
     )

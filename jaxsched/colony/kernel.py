@@ -11,10 +11,10 @@ region; under `jax.vmap` over regions the grid is (regions, ant blocks), one lau
     the order; read and written with per-lane gathers and scatters (index ``(x, lane)``). The
     Triton backend has no block-local scratch memory: these live in the kernel's outputs, which
     alias the initial state built by `construct.init_ants`.
-  * **Read only**: the region's tables (`construct.Prepared`), the pheromone and the step inputs.
+  * **Read only**: the region's tables (`prepared.Prepared`), the pheromone and the step inputs.
 
 Shared with the `lax` step (`construct`): the initial state, the seeds, the whole decision
-(`construct.decide`: candidates, scores, pick), the issue timing, the release and register
+(`decision.decide`: candidates, scores, pick), the issue timing, the release and register
 update math and the death rule. This module only loads and stores. Within a step a lane's
 writes may be read back by another thread of the program, so phases are separated by
 ``debug_barrier`` (a CTA barrier); scatter-adds that may repeat an address use atomics.
@@ -35,7 +35,7 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import triton as plgpu
 
 from jaxsched import fused
-from jaxsched.colony import construct as C
+from jaxsched.colony import antstate, construct, decision, draws, prepared, updates
 from jaxsched.colony.params import ColonyParams
 from jaxsched.fused import load as _load
 from jaxsched.fused import store as _store
@@ -61,7 +61,7 @@ def block_size(ants: int, block: int = DEFAULT_BLOCK) -> int:
     return fused.block_size(ants, block)
 
 
-def unsupported(prep: C.Prepared) -> str | None:
+def unsupported(prep: prepared.Prepared) -> str | None:
     """Why the kernel cannot run this shape (None: it can). Triton tensors need power-of-two
     sizes: the per-instruction widths (successors, uses, defs), the register files and the
     ready slots (the decision widths) must be powers of two (`PaddedShape` pads them so)."""
@@ -97,6 +97,16 @@ class _Tables(NamedTuple):
     timed: Any  # bool[]
     issue_width: Any  # int32[]
 
+    @property
+    def instr_sentinel(self) -> int:
+        """N: the padded instruction count, also the id of the dummy instruction."""
+        return self.succ.shape[0] - 1
+
+    @property
+    def reg_sentinel(self) -> int:
+        """R: the padded register count, also the id of the dummy register."""
+        return self.reg_wf.shape[0] - 1
+
 
 class _Lanes(NamedTuple):
     """Per-ant scalars held in registers (the step loop's carry), ``[B]`` / ``[F, B]``."""
@@ -111,23 +121,23 @@ class _Lanes(NamedTuple):
     peak: jax.Array
 
 
-def _lanes_of(st: C.AntsState) -> _Lanes:
+def _lanes_of(state: antstate.AntsState) -> _Lanes:
     return _Lanes(
-        count=st.ready.count,
-        last=st.last,
-        cycle=st.cycle,
-        issued=st.issued,
-        stalls=st.stalls,
-        dead=st.dead,
-        live_w=st.live_w,
-        peak=st.peak,
+        count=state.ready.count,
+        last=state.last,
+        cycle=state.cycle,
+        issued=state.issued,
+        stalls=state.stalls,
+        dead=state.dead,
+        live_w=state.live_w,
+        peak=state.peak,
     )
 
 
-def _row(table, j: jax.Array, width: int) -> jax.Array:
-    """[width, B]: row ``j`` [B] of a per-instruction table [N + 1, width], transposed."""
-    col = lax.broadcasted_iota(jnp.int32, (width, j.shape[0]), 0)
-    return table[jnp.broadcast_to(j[None], col.shape), col]
+def _row(table, index: jax.Array, width: int) -> jax.Array:
+    """[width, B]: row ``index`` [B] of a per-instruction table [N + 1, width], transposed."""
+    col = lax.broadcasted_iota(jnp.int32, (width, index.shape[0]), 0)
+    return table[jnp.broadcast_to(index[None], col.shape), col]
 
 
 def _fill(field: str, sentinel: int):
@@ -135,147 +145,227 @@ def _fill(field: str, sentinel: int):
     return sentinel if field == "ids" else 0
 
 
-def _decide_at(w: int, t, L: _Lanes, S: C.AntsState, T: _Tables, inp, params, seeds, sentinel):
-    """`construct.decide` on the first ``w`` slots, loaded with a mask past each count."""
-    B = L.count.shape[0]
-    valid = lax.broadcasted_iota(jnp.int32, (w, B), 0) < L.count[None, :]
+def _decide_at(
+    width: int,
+    step_index,
+    lanes: _Lanes,
+    ant_refs: antstate.AntsState,
+    tables: _Tables,
+    inp,
+    params,
+    seeds,
+    sentinel,
+):
+    """`decision.decide` on the first ``width`` slots, loaded with a mask past each count."""
+    B = lanes.count.shape[0]
+    valid = lax.broadcasted_iota(jnp.int32, (width, B), 0) < lanes.count[None, :]
     view = {}
-    for f in C.SLOT_FIELDS:
-        ref = getattr(S.ready, f)
+    for f in antstate.SLOT_FIELDS:
+        ref = getattr(ant_refs.ready, f)
         lead = ref.shape[:-2]
-        mask = jnp.broadcast_to(valid, (*lead, w, B))
-        window = ref.at[(*(slice(None),) * len(lead), pl.ds(0, w), slice(None))]
+        mask = jnp.broadcast_to(valid, (*lead, width, B))
+        window = ref.at[(*(slice(None),) * len(lead), pl.ds(0, width), slice(None))]
         view[f] = plgpu.load(window, mask=mask, other=jnp.asarray(_fill(f, sentinel), ref.dtype))
-    ready = S.ready._replace(**view, count=L.count, slot_of=None)
-    tau = T.tau[jnp.broadcast_to(L.last[None, :], (w, B)), ready.ids]
-    ant = C.AntView(cycle=L.cycle, issued=L.issued, stalls=L.stalls, live_w=L.live_w)
-    K = S.ready.ids.shape[0] - 1
+    ready = ant_refs.ready._replace(**view, count=lanes.count, slot_of=None)
+    tau = tables.tau[jnp.broadcast_to(lanes.last[None, :], (width, B)), ready.ids]
+    ant = antstate.AntView(
+        cycle=lanes.cycle, issued=lanes.issued, stalls=lanes.stalls, live_w=lanes.live_w
+    )
+    K = ant_refs.ready.dummy_slot
     scan = partial(jnp.cumsum, axis=0)
-    return C.decide(ready, tau, ant, T.live_through, t, inp, params, seeds, dummy_slot=K, scan=scan)
+    return decision.decide(
+        ready,
+        tau,
+        ant,
+        tables.live_through,
+        step_index,
+        inp,
+        params,
+        seeds,
+        dummy_slot=K,
+        scan=scan,
+    )
 
 
-def _step(t, L: _Lanes, S: C.AntsState, T: _Tables, inp, params, seeds, barrier) -> _Lanes:
+def _step(
+    step_index,
+    lanes: _Lanes,
+    ant_refs: antstate.AntsState,
+    tables: _Tables,
+    inp,
+    params,
+    seeds,
+    barrier,
+) -> _Lanes:
     """One step of the block's ants (the kernel's `construct.ants_step`): decide, read the old
     values, remove the pick from the ready list, release its successors, update registers."""
-    B = L.count.shape[0]
-    N, D = T.succ.shape[0] - 1, T.succ.shape[1]
-    K = S.ready.ids.shape[0] - 1
+    B = lanes.count.shape[0]
+    N, D = tables.instr_sentinel, tables.succ.shape[1]
+    K = ant_refs.ready.dummy_slot
     lane = lax.broadcasted_iota(jnp.int32, (B,), 0)
     widths = kernel_widths(K)
-    most = L.count.max()
+    most = lanes.count.max()
     branch = sum((most > w).astype(jnp.int32) for w in widths[:-1]) if len(widths) > 1 else 0
-    decide = [partial(_decide_at, w, t, L, S, T, inp, params, seeds, N) for w in widths]
+    decide = [
+        partial(_decide_at, w, step_index, lanes, ant_refs, tables, inp, params, seeds, N)
+        for w in widths
+    ]
     pick, cycle, issued = lax.switch(branch, decide) if len(widths) > 1 else decide[0]()
 
-    active = L.count > 0
-    j = _load(S.ready.ids, pick, lane)  # N when inactive (slot K)
-    e_pick = _load(S.ready.e, pick, lane)
-    timing = C.issue_timing(active, cycle, issued, e_pick, L.stalls, inp.issue_width)
-    last_slot = jnp.where(active, L.count - 1, K)
-    s = _row(T.succ, j, D)
-    u, d = _row(T.uses, j, T.uses.shape[1]), _row(T.defs, j, T.defs.shape[1])
-    moved, old = _read_old(S, lane, last_slot, s, u, d)
+    active = lanes.count > 0
+    chosen = _load(ant_refs.ready.ids, pick, lane)  # N when inactive (slot K)
+    e_pick = _load(ant_refs.ready.e, pick, lane)
+    timing = updates.issue_timing(active, cycle, issued, e_pick, lanes.stalls, inp.issue_width)
+    last_slot = jnp.where(active, lanes.count - 1, K)
+    succs = _row(tables.succ, chosen, D)
+    used, defined = (
+        _row(tables.uses, chosen, tables.uses.shape[1]),
+        _row(tables.defs, chosen, tables.defs.shape[1]),
+    )
+    moved, old = _read_old(ant_refs, lane, last_slot, succs, used, defined)
     barrier()
-    _remove(S, lane, t, j, pick, last_slot, moved, old, N)
+    _remove(ant_refs, lane, step_index, chosen, pick, last_slot, moved, old, N)
     barrier()
-    rel = _release(S, T, inp, lane, j, s, old, timing, L.count - active.astype(jnp.int32))
-    up = _registers(S, T, L, lane, j, u, d, old, barrier)
+    rel = _release(
+        ant_refs,
+        tables,
+        inp,
+        lane,
+        chosen,
+        succs,
+        old,
+        timing,
+        lanes.count - active.astype(jnp.int32),
+    )
+    up = _registers(ant_refs, tables, lanes, lane, chosen, used, defined, old, barrier)
     return _Lanes(
         count=rel.count,
-        last=jnp.where(active, j, L.last),
+        last=jnp.where(active, chosen, lanes.last),
         cycle=timing.cycle,
         issued=timing.issued,
         stalls=timing.stalls,
-        dead=C.now_dead(L.dead, up.peak, T.rp_limit),
+        dead=updates.now_dead(lanes.dead, up.peak, tables.rp_limit),
         live_w=up.live_w,
         peak=up.peak,
     )
 
 
-def _read_old(S: C.AntsState, lane, last_slot, s, u, d) -> tuple[dict, C.OldValues]:
+def _read_old(
+    ant_refs: antstate.AntsState, lane, last_slot, succs, used, defined
+) -> tuple[dict, updates.OldValues]:
     """The values the step overwrites, read before any write: the last ready slot's fields
     (it moves into the pick's slot) and the state of the pick's successors and registers."""
-    moved = {f: _load(getattr(S.ready, f), last_slot, lane) for f in C.SLOT_FIELDS}
-    old = C.OldValues(
+    moved = {f: _load(getattr(ant_refs.ready, f), last_slot, lane) for f in antstate.SLOT_FIELDS}
+    old = updates.OldValues(
         moved=moved["ids"],
         moved_e=moved["e"],
         moved_key=moved["key"],
         moved_born=moved["born"],
         moved_kill=moved["kill"],
-        kill_s=_load(S.kill, s, lane),
-        preds_s=_load(S.preds_left, s, lane),
-        earliest_s=_load(S.earliest, s, lane),
-        rem_u=_load(S.remaining, u, lane),
-        rem_d=_load(S.remaining, d, lane),
-        xor_u=_load(S.users_xor, u, lane),
-        xor_d=_load(S.users_xor, d, lane),
-        live_u=_load(S.live, u, lane),
-        live_d=_load(S.live, d, lane),
+        kill_s=_load(ant_refs.kill, succs, lane),
+        preds_s=_load(ant_refs.preds_left, succs, lane),
+        earliest_s=_load(ant_refs.earliest, succs, lane),
+        rem_u=_load(ant_refs.remaining, used, lane),
+        rem_d=_load(ant_refs.remaining, defined, lane),
+        xor_u=_load(ant_refs.users_xor, used, lane),
+        xor_d=_load(ant_refs.users_xor, defined, lane),
+        live_u=_load(ant_refs.live, used, lane),
+        live_d=_load(ant_refs.live, defined, lane),
     )
     return moved, old
 
 
-def _remove(S: C.AntsState, lane, t, j, pick, last_slot, moved: dict, old, N: int) -> None:
-    """Remove j from the ready list (the last candidate moves into its slot; nothing moves
-    when j is the last) and write it at position ``t`` of the order."""
-    K = S.ready.ids.shape[0] - 1
+def _remove(
+    ant_refs: antstate.AntsState,
+    lane,
+    step_index,
+    chosen,
+    pick,
+    last_slot,
+    moved: dict,
+    old,
+    instr_sentinel: int,
+) -> None:
+    """Remove the chosen instruction from the ready list (the last candidate moves into its slot;
+    nothing moves when it is the last) and write it at position ``step_index`` of the order."""
+    K = ant_refs.ready.dummy_slot
     moves = pick != last_slot
-    for f in C.SLOT_FIELDS:
-        ref = getattr(S.ready, f)
+    for f in antstate.SLOT_FIELDS:
+        ref = getattr(ant_refs.ready, f)
         _store(ref, pick, lane, moved[f], mask=moves)
-        _store(ref, last_slot, lane, _fill(f, N))
-    _store(S.ready.slot_of, old.moved, lane, pick, mask=moves)
-    _store(S.ready.slot_of, j, lane, K)
-    _store(S.order, t, lane, j)
+        _store(ref, last_slot, lane, _fill(f, instr_sentinel))
+    _store(ant_refs.ready.slot_of, old.moved, lane, pick, mask=moves)
+    _store(ant_refs.ready.slot_of, chosen, lane, K)
+    _store(ant_refs.order, step_index, lane, chosen)
 
 
-def _release(S: C.AntsState, T: _Tables, inp, lane, j, s, old, timing, count):
-    """Release j's successors ``s``; the new candidates enter the ready list. Returns
-    `construct.released`'s result (the new candidate count among it)."""
-    N, D = T.succ.shape[0] - 1, T.succ.shape[1]
-    K = S.ready.ids.shape[0] - 1
-    F = T.reg_wf.shape[1]
-    lat = jnp.where(inp.timed, _row(T.succ_lat, j, D), 0)
-    rel = C.released(
-        s, old.preds_s, old.earliest_s, lat, timing.c_j, count, sentinel=N, dummy_slot=K
+def _release(
+    ant_refs: antstate.AntsState, tables: _Tables, inp, lane, chosen, succs, old, timing, count
+):
+    """Release the chosen instruction's successors ``succs``; the new candidates enter the ready
+    list. Returns `updates.released`'s result (the new candidate count among it)."""
+    N, D = tables.instr_sentinel, tables.succ.shape[1]
+    K = ant_refs.ready.dummy_slot
+    F = tables.reg_wf.shape[1]
+    lat = jnp.where(inp.timed, _row(tables.succ_lat, chosen, D), 0)
+    rel = updates.released(
+        succs, old.preds_s, old.earliest_s, lat, timing.c_j, count, sentinel=N, dummy_slot=K
     )
-    real = s != N
-    _store(S.preds_left, s, lane, rel.preds_left, mask=real)
-    _store(S.earliest, s, lane, rel.earliest, mask=real)
-    fF = lax.broadcasted_iota(jnp.int32, (F, *s.shape), 0)
+    real = succs != N
+    _store(ant_refs.preds_left, succs, lane, rel.preds_left, mask=real)
+    _store(ant_refs.earliest, succs, lane, rel.earliest, mask=real)
+    fF = lax.broadcasted_iota(jnp.int32, (F, *succs.shape), 0)
     entry = {
-        "ids": s,
+        "ids": succs,
         "e": rel.earliest,
-        "key": T.key[s],
-        "born": T.def_wf[fF, jnp.broadcast_to(s[None], fF.shape)],
+        "key": tables.key[succs],
+        "born": tables.def_wf[fF, jnp.broadcast_to(succs[None], fF.shape)],
         "kill": old.kill_s,
     }
-    for f in C.SLOT_FIELDS:
-        _store(getattr(S.ready, f), rel.pos, lane, entry[f], mask=rel.new)
-    _store(S.ready.slot_of, s, lane, rel.pos, mask=rel.new)
+    for f in antstate.SLOT_FIELDS:
+        _store(getattr(ant_refs.ready, f), rel.pos, lane, entry[f], mask=rel.new)
+    _store(ant_refs.ready.slot_of, succs, lane, rel.pos, mask=rel.new)
     return rel
 
 
-def _registers(S: C.AntsState, T: _Tables, L: _Lanes, lane, j, u, d, old, barrier):
-    """j's registers: remaining users, liveness and the kill counts of the last users
-    (`construct.register_update`). Returns its result (live widths and peaks among it)."""
-    N = T.succ.shape[0] - 1
-    R = T.reg_wf.shape[0] - 1
-    K = S.ready.ids.shape[0] - 1
-    up = C.register_update(
-        j, u, d, old, T.reg_live_out[u], T.reg_live_out[d], _widths(T.reg_wf, u),
-        _widths(T.reg_wf, d), L.live_w, L.peak, T.live_through, n_sentinel=N, r_sentinel=R,
-    )  # fmt: skip
-    _store(S.remaining, u, lane, up.rem_u, mask=u != R)
-    _store(S.users_xor, u, lane, up.xor_u, mask=u != R)
-    _store(S.live, u, lane, up.live_u, mask=(u != R) & ~up.u_in_d)
-    _store(S.live, d, lane, up.live_d, mask=d != R)
+def _registers(
+    ant_refs: antstate.AntsState,
+    tables: _Tables,
+    lanes: _Lanes,
+    lane,
+    chosen,
+    used,
+    defined,
+    old,
+    barrier,
+):
+    """the chosen instruction's registers: remaining users, liveness and the kill counts of the last
+    users (`updates.register_update`). Returns its result (live widths and peaks among it)."""
+    N = tables.instr_sentinel
+    R = tables.reg_sentinel
+    K = ant_refs.ready.dummy_slot
+    regs = updates.IssuedRegisters(
+        chosen=chosen,
+        used=used,
+        defined=defined,
+        used_live_out=tables.reg_live_out[used],
+        defined_live_out=tables.reg_live_out[defined],
+        used_widths=_widths(tables.reg_wf, used),
+        defined_widths=_widths(tables.reg_wf, defined),
+    )
+    up = updates.register_update(
+        regs, old, lanes.live_w, lanes.peak, tables.live_through, n_sentinel=N, r_sentinel=R
+    )
+    _store(ant_refs.remaining, used, lane, up.rem_u, mask=used != R)
+    _store(ant_refs.users_xor, used, lane, up.xor_u, mask=used != R)
+    _store(ant_refs.live, used, lane, up.live_u, mask=(used != R) & ~up.u_in_d)
+    _store(ant_refs.live, defined, lane, up.live_d, mask=defined != R)
     barrier()
-    for killer, regs in ((up.kill_u, u), (up.kill_d, d)):
-        wf = _widths(T.reg_wf, regs)  # [F, M, B]
-        _add(S.kill, killer, lane, wf, mask=killer != N)
-        slot = _load(S.ready.slot_of, killer, lane)
-        _add(S.ready.kill, slot, lane, wf, mask=(killer != N) & (slot != K))
+    for killer, killed in ((up.kill_u, used), (up.kill_d, defined)):
+        wf = _widths(tables.reg_wf, killed)  # [F, M, B]
+        _add(ant_refs.kill, killer, lane, wf, mask=killer != N)
+        slot = _load(ant_refs.ready.slot_of, killer, lane)
+        _add(ant_refs.ready.kill, slot, lane, wf, mask=(killer != N) & (slot != K))
     barrier()
     return up
 
@@ -299,7 +389,7 @@ def _add(ref, idx, lane, val, mask) -> None:
 def _kernel(tables, params, seeds, _, state, _scratch, *, interpret: bool):
     """The whole construction of one block of ants (all steps)."""
     T = tables
-    inp = C.StepInputs(
+    inp = antstate.StepInputs(
         tau=None,
         q0=T.q0[...],
         rp_limit=T.rp_limit[...],
@@ -310,34 +400,34 @@ def _kernel(tables, params, seeds, _, state, _scratch, *, interpret: bool):
         issue_width=T.issue_width[...],
     )
     T = T._replace(live_through=T.live_through[...], rp_limit=inp.rp_limit)
-    params = jax.tree.map(lambda r: r[...], params)
-    seeds = jax.tree.map(lambda r: r[...], seeds)
+    params = jax.tree.map(lambda ref: ref[...], params)
+    seeds = jax.tree.map(lambda ref: ref[...], seeds)
     S = state
     barrier = fused.barrier(interpret)
 
-    def body(t, L):
-        return _step(t, L, S, T, inp, params, seeds, barrier)
+    def body(step_index, lanes):
+        return _step(step_index, lanes, S, T, inp, params, seeds, barrier)
 
-    lanes0 = jax.tree.map(lambda r: r[...], _lanes_of(S))
+    lanes0 = jax.tree.map(lambda ref: ref[...], _lanes_of(S))
     L = lax.fori_loop(0, T.num_steps[...], body, lanes0)
     for ref, val in zip(_lanes_of(S), L, strict=True):
         ref[...] = val
 
 
 def fused_construction(
-    st: C.AntsState,
-    prep: C.Prepared,
-    inp: C.StepInputs,
+    state: antstate.AntsState,
+    prep: prepared.Prepared,
+    inp: antstate.StepInputs,
     params: ColonyParams,
-    seeds: C.AntSeeds,
+    seeds: draws.AntSeeds,
     num_steps: jax.Array,
     *,
     block: int = DEFAULT_BLOCK,
     interpret: bool = False,
-) -> C.AntsState:
-    """Run all ``num_steps`` steps of the ants of ``st`` in one `pallas_call` (grid over ant
+) -> antstate.AntsState:
+    """Run all ``num_steps`` steps of the ants of ``state`` in one `pallas_call` (grid over ant
     blocks; `vmap` it over regions for a grid over regions x blocks). Returns the final state."""
-    ants = st.last.shape[0]
+    ants = state.last.shape[0]
     B = block_size(ants, block)
     tables = _Tables(
         succ=prep.succ,
@@ -358,23 +448,23 @@ def fused_construction(
         timed=jnp.asarray(inp.timed, bool),
         issue_width=jnp.asarray(inp.issue_width, jnp.int32),
     )
-    params = jax.tree.map(lambda x: jnp.asarray(x, jnp.float32), params)
-    st, _ = fused.call_in_place(
+    params = jax.tree.map(lambda leaf: jnp.asarray(leaf, jnp.float32), params)
+    state, _ = fused.call_in_place(
         partial(_kernel, interpret=interpret),
         (tables, params, seeds),
         (fused.specs(tables, None), fused.specs(params, None), fused.specs(seeds, B)),
-        st,
+        state,
         block=B,
         num_warps=NUM_WARPS,
         interpret=interpret,
         name="colony_construction",
     )
-    return st
+    return state
 
 
 def construct_ants_fused(
-    prep: C.Prepared,
-    inp: C.StepInputs,
+    prep: prepared.Prepared,
+    inp: antstate.StepInputs,
     params: ColonyParams,
     key: jax.Array,
     num_steps: jax.Array,
@@ -386,7 +476,7 @@ def construct_ants_fused(
     active: jax.Array | bool = True,
     block: int = DEFAULT_BLOCK,
     interpret: bool = False,
-) -> C.AntResults:
+) -> antstate.AntResults:
     """`construct.construct_ants` as one fused kernel: identical results for identical inputs
     (same initial state, seeds and decision code).
 
@@ -399,16 +489,16 @@ def construct_ants_fused(
     reason = unsupported(prep)
     if reason:
         raise ValueError(f"the fused construction cannot run this shape ({reason})")
-    seeds = C.make_seeds(
+    seeds = draws.make_seeds(
         key,
         params,
         wavefronts=wavefronts,
         wavefront_size=wavefront_size,
         uniform_exploration=uniform_exploration,
     )
-    st = C.init_ants(prep, wavefronts * wavefront_size, inp.key)
+    st = construct.init_ants(prep, wavefronts * wavefront_size, inp.key)
     num_steps = jnp.where(active, jnp.minimum(num_steps, prep.n), 0)
     st = fused_construction(
         st, prep, inp, params, seeds, num_steps, block=block, interpret=interpret
     )
-    return C.ant_results(st)
+    return construct.ant_results(st)

@@ -254,20 +254,20 @@ def pass_params(params: ColonyParams, timed: jax.Array) -> ColonyParams:
     (``[2, ...]``: RP, ILP) replaced by its pass's value, so a weight is a scalar, or ``[F]``
     for a per-file one. Construction (`construct`) takes pass parameters; apply this once."""
 
-    def one(w: jax.Array) -> jax.Array:
-        w = jnp.asarray(w)
-        return w if w.ndim == 0 else jnp.where(timed, w[1], w[0])
+    def one(weight: jax.Array) -> jax.Array:
+        weight = jnp.asarray(weight)
+        return weight if weight.ndim == 0 else jnp.where(timed, weight[1], weight[0])
 
     names = [k for k in HEURISTIC_WEIGHTS if k not in SCALAR_WEIGHTS]
     return params._replace(**{k: one(getattr(params, k)) for k in names})
 
 
-def no_improvement_limit(n: jax.Array, scale: jax.Array = 1.0, *, xp=jnp) -> jax.Array:
+def no_improvement_limit(num_instrs: jax.Array, scale: jax.Array = 1.0, *, xp=jnp) -> jax.Array:
     """int32[...]: iterations without improvement before a pass stops: ``scale`` times 1, 2,
     3, 3 for n < 50, < 100, < 1000 and larger, rounded, at least 1 (traceable; ``xp=numpy``
     on the host)."""
-    n = xp.asarray(n)
-    base = xp.where(n < 50, 1, xp.where(n < 100, 2, 3)).astype(xp.float32)
+    num_instrs = xp.asarray(num_instrs)
+    base = xp.where(num_instrs < 50, 1, xp.where(num_instrs < 100, 2, 3)).astype(xp.float32)
     return xp.maximum(xp.round(base * xp.asarray(scale, xp.float32)), 1).astype(xp.int32)
 
 

@@ -17,8 +17,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsched.colony.construct import Prepared
 from jaxsched.colony.derive import LATENCY_PRIORITY, Derived, derive_host
+from jaxsched.colony.prepared import Prepared
 from jaxsched.errors import InputError
 from jaxsched.machines.model import Machine, MachineArrays
 from jaxsched.problem.fingerprint import fingerprint
@@ -81,7 +81,7 @@ def canonical_shape(shape: PaddedShape) -> PaddedShape:
     compiles once however its regions vary: registers >= 2N (regions with more registers than
     instructions are common: live-ins, several defs), 8 successors and predecessors, 4 uses,
     2 defs, ready slots = N (decisions only look at the occupied slots, see
-    `construct.slot_widths`). Larger regions of the bucket still grow it."""
+    `decision.slot_widths`). Larger regions of the bucket still grow it."""
     n = shape.n
     return shape.join(
         PaddedShape(n=n, regs=2 * n, succ=8, pred=8, uses=4, defs=2, ready=n, files=shape.files)
@@ -101,17 +101,17 @@ class _Exact(NamedTuple):
     length_bound: np.ndarray  # int32[B]
 
 
-def _exact_fields(exact: Sequence, B: int, N: int, F: int) -> _Exact:
+def _exact_fields(exact: Sequence, num_regions: int, num_instrs: int, num_files: int) -> _Exact:
     """Pack `jaxsched.exact.TwoPassResult`s (or None) per region into arrays."""
     out = _Exact(
-        order=np.tile(np.arange(N, dtype=np.int32), (B, 1)),
-        peak=np.zeros((B, F), np.int32),
-        length=np.zeros(B, np.int32),
-        present=np.zeros(B, bool),
-        proven=np.zeros(B, bool),
-        rp_lower=np.zeros(B, np.int32),
-        rp_cost=np.full(B, -1, np.int32),
-        length_bound=np.zeros(B, np.int32),
+        order=np.tile(np.arange(num_instrs, dtype=np.int32), (num_regions, 1)),
+        peak=np.zeros((num_regions, num_files), np.int32),
+        length=np.zeros(num_regions, np.int32),
+        present=np.zeros(num_regions, bool),
+        proven=np.zeros(num_regions, bool),
+        rp_lower=np.zeros(num_regions, np.int32),
+        rp_cost=np.full(num_regions, -1, np.int32),
+        length_bound=np.zeros(num_regions, np.int32),
     )
     for b, e in enumerate(exact):
         if e is None:
@@ -121,7 +121,7 @@ def _exact_fields(exact: Sequence, B: int, N: int, F: int) -> _Exact:
             out.rp_cost[b], out.length_bound[b] = e.rp.rp_cost, e.length.lower[0]
         if e.length.order is not None:
             n = len(e.length.order)
-            out.order[b] = N
+            out.order[b] = num_instrs
             out.order[b, :n] = e.length.order
             out.peak[b], out.length[b] = e.length.peaks, e.length.length
             out.present[b], out.proven[b] = True, e.optimal
@@ -188,33 +188,35 @@ def problem_host(
     return _assemble(regions, dev, m, der, starts, exact or [], B, shape)
 
 
-def _row(tree, b: int):
-    """Row ``b`` of every array of a batched pytree."""
-    return jax.tree.map(lambda x: x[b], tree)
+def _row(tree, index: int):
+    """Row ``index`` of every array of a batched pytree."""
+    return jax.tree.map(lambda leaf: leaf[index], tree)
 
 
 def _assemble(
     regions: list[Region],
     dev: DeviceRegion,
-    m: MachineArrays,
+    machine_arrays: MachineArrays,
     der: Derived,
     starts: Sequence[str],
     exact: Sequence,
-    B: int,
+    num_regions: int,
     shape: PaddedShape,
 ) -> ColonyProblem:
     """The `ColonyProblem` (NumPy) of the padded batch ``dev``, its derived arrays ``der``
     ([B, ...]) and the exact search's results."""
-    ex = _exact_fields([*exact, *[None] * (B - len(exact))], B, shape.n, shape.files)
+    ex = _exact_fields(
+        [*exact, *[None] * (num_regions - len(exact))], num_regions, shape.n, shape.files
+    )
     allowed = np.array([name in starts for name in CHOOSABLE_STARTS])
-    allowed = np.concatenate([np.tile(allowed, (B, 1)), ex.present[:, None]], axis=1)
-    ids = [fingerprint(r) for r in regions] + [0] * (B - len(regions))
+    allowed = np.concatenate([np.tile(allowed, (num_regions, 1)), ex.present[:, None]], axis=1)
+    ids = [fingerprint(r) for r in regions] + [0] * (num_regions - len(regions))
     return ColonyProblem(
         dev=dev,
         prep=der.prep,
-        machine=m,
+        machine=machine_arrays,
         ids=np.asarray(ids, np.uint32),
-        real=np.arange(B) < len(regions),
+        real=np.arange(num_regions) < len(regions),
         start_order=np.concatenate([der.start_order, ex.order[:, None]], axis=1),
         start_peak=np.concatenate([der.start_peak, ex.peak[:, None]], axis=1),
         start_length=np.concatenate([der.start_length, ex.length[:, None]], axis=1),

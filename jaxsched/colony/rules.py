@@ -12,8 +12,8 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any, NamedTuple
 
-from jaxsched.colony.construct import BIG
 from jaxsched.colony.params import ColonyParams, no_improvement_limit
+from jaxsched.colony.prepared import BIG
 from jaxsched.colony.problem import STARTS, ColonyProblem
 from jaxsched.machines.model import RP_UNLIMITED, occupancy_jax, rp_cost_jax, rp_limits
 
@@ -47,12 +47,12 @@ class IlpChoice(NamedTuple):
     pass_start: PassStart
 
 
-def lex_argmin(primary: Array, secondary: Array, ok: Array, xp: ModuleType) -> Array:
-    """Index of the smallest (primary, secondary, index) among ``ok`` (1-D, some True)."""
-    p = xp.where(ok, primary, BIG)
-    s = xp.where(ok & (p == p.min()), secondary, BIG)
+def lex_argmin(primary: Array, secondary: Array, allowed: Array, xp: ModuleType) -> Array:
+    """Index of the smallest (primary, secondary, index) among ``allowed`` (1-D, some True)."""
+    p = xp.where(allowed, primary, BIG)
+    s = xp.where(allowed & (p == p.min()), secondary, BIG)
     idx = xp.arange(primary.shape[0], dtype=xp.int32)
-    return xp.where(ok & (p == p.min()) & (s == s.min()), idx, primary.shape[0]).min()
+    return xp.where(allowed & (p == p.min()) & (s == s.min()), idx, primary.shape[0]).min()
 
 
 def rp_costs(peaks: Array, lut: Array, target: Array, xp: ModuleType) -> Array:
@@ -61,59 +61,59 @@ def rp_costs(peaks: Array, lut: Array, target: Array, xp: ModuleType) -> Array:
 
 
 def rp_pass_start(
-    p: ColonyProblem, params: ColonyParams, xp: ModuleType
+    region: ColonyProblem, params: ColonyParams, xp: ModuleType
 ) -> tuple[Array, PassStart]:
-    """(start index, RP pass start) of region ``p``: the best allowed start by (RP cost,
+    """(start index, RP pass start) of region ``region``: the best allowed start by (RP cost,
     length); the pass is skipped for padding, a proven exact start, or a start meeting the RP
     cost bound."""
-    cost = rp_costs(p.start_peak, p.machine.lut, p.machine.target_occupancy, xp)
-    s1 = lex_argmin(cost, p.start_length, p.start_allowed, xp)
+    cost = rp_costs(region.start_peak, region.machine.lut, region.machine.target_occupancy, xp)
+    s1 = lex_argmin(cost, region.start_length, region.start_allowed, xp)
     return s1, PassStart(
         timed=xp.asarray(False),
-        skip=~p.real | p.proven | (cost[s1] <= p.rp_lower_bound),
-        order=p.start_order[s1],
+        skip=~region.real | region.proven | (cost[s1] <= region.rp_lower_bound),
+        order=region.start_order[s1],
         cost=cost[s1].astype(xp.int32),
-        peak=p.start_peak[s1],
+        peak=region.start_peak[s1],
         stalls=xp.asarray(0, xp.int32),
         stall_budget=xp.asarray(1.0, xp.float32),
-        lower_bound=xp.asarray(p.rp_lower_bound, xp.int32),
+        lower_bound=xp.asarray(region.rp_lower_bound, xp.int32),
         rp_target=xp.asarray(BIG, xp.int32),
-        patience=no_improvement_limit(p.prep.n, params.patience_scale, xp=xp),
+        patience=no_improvement_limit(region.prep.n, params.patience_scale, xp=xp),
     )
 
 
 def ilp_pass_start(
-    p: ColonyProblem,
+    region: ColonyProblem,
     candidates: tuple[Array, Array, Array],
     rp_target: Array,
     length_lower_bound: Array,
     params: ColonyParams,
     xp: ModuleType,
 ) -> IlpChoice:
-    """The ILP pass of region ``p`` after its RP pass reached RP cost ``rp_target``: it starts
+    """The ILP pass of region ``region`` after its RP pass reached RP cost ``rp_target``: it starts
     from the shortest allowed candidate within that cost (``candidates``: orders [C, N], peaks
     [C, F] and lengths [C] issued in order of the starts, "list-target" recomputed at
     ``rp_target``, then the RP pass's best), with the stall budget
     ``G = min(start stalls, floor(1.2 max(LB, CP+1)) - n)``. It is skipped when the start meets
     the length bound or is within the cycle threshold of it."""
     orders, peaks, lengths = candidates
-    m, n = p.machine, p.prep.n
+    m, n = region.machine, region.prep.n
     cost = rp_costs(peaks, m.lut, m.target_occupancy, xp)
-    allowed = xp.concatenate([p.start_allowed, xp.asarray([True])])
+    allowed = xp.concatenate([region.start_allowed, xp.asarray([True])])
     s2 = lex_argmin(lengths, xp.zeros_like(lengths), allowed & (cost <= rp_target), xp)
     s2_len = lengths[s2]
-    exact_ok = rp_target == p.exact_rp_cost
+    exact_ok = rp_target == region.exact_rp_cost
     len_lb = xp.where(
-        exact_ok, xp.maximum(length_lower_bound, p.exact_length_bound), length_lower_bound
+        exact_ok, xp.maximum(length_lower_bound, region.exact_length_bound), length_lower_bound
     )
     ideal = (n + m.issue_width - 1) // m.issue_width
     f32 = xp.float32  # explicit: NumPy would compute float32 x int32 in float64
-    span = xp.maximum(len_lb, p.critical_path + 1).astype(f32)
+    span = xp.maximum(len_lb, region.critical_path + 1).astype(f32)
     g = xp.floor(params.stall_budget_factor * span) - xp.asarray(n).astype(f32)
     close = xp.minimum(params.cycle_threshold, params.cycle_threshold_fraction * len_lb.astype(f32))
     start = PassStart(
         timed=xp.asarray(True),
-        skip=~p.real | p.proven | (s2_len <= len_lb) | (s2_len - len_lb <= close),
+        skip=~region.real | region.proven | (s2_len <= len_lb) | (s2_len - len_lb <= close),
         order=orders[s2],
         cost=s2_len,
         peak=peaks[s2],
@@ -157,10 +157,14 @@ def pick_result(
     revert = (gain > 0) & (gain <= params.occ_gain) & (loss > params.max_len_loss)
     pick = xp.where((pick == COLONY) & revert, shortest, pick)
     ok = allowed & (cost <= rp_target)
-    pick = frugal(pick, peak=peak, length=length, ok=ok, limit=limit, params=params, xp=xp)
+    pick = frugal(
+        pick, peak=peak, length=length, within_target=ok, limit=limit, params=params, xp=xp
+    )
 
-    def better(a, b):
-        return (cost[a] < cost[b]) | ((cost[a] == cost[b]) & (length[a] < length[b]))
+    def better(first, second):
+        return (cost[first] < cost[second]) | (
+            (cost[first] == cost[second]) & (length[first] < length[second])
+        )
 
     pick = xp.where(allowed[EXACT] & (better(EXACT, pick) | proven), EXACT, pick)
     return xp.where(better(0, pick), 0, pick)
@@ -171,30 +175,30 @@ def frugal(
     *,
     peak: Array,
     length: Array,
-    ok: Array,
+    within_target: Array,
     limit: Array,
     params: ColonyParams,
     xp: ModuleType,
 ) -> Array:
     """The headroom rule: ``pick``, or the shortest candidate outside the headroom when
-    ``pick`` (one of ``ok``: those within the RP target, whose per-file limits are ``limit``
-    int32[F]) takes registers in a file's headroom (the top ``rp_headroom`` of its limit)
-    above the frugal candidate's peak (the lowest summed peak among ``ok``), unless it is
+    ``pick`` (one of ``within_target``: those within the RP target, whose per-file limits are
+    ``limit`` int32[F]) takes registers in a file's headroom (the top ``rp_headroom`` of its limit)
+    above the frugal candidate's peak (the lowest summed peak among ``within_target``), unless it is
     shorter than the frugal one by a fraction ``g`` of its length and takes at most
     ``headroom_allowance * g`` of the limit there (2 by default; 0 on the MIR path: none,
-    `jaxsched.mir_files.MIR_HEADROOM_ALLOWANCE`). Registers below the headroom are
-    free: the model's occupancy depends only on the peak, and the allocator, which needs more
-    than the model's peak, loses the level when the peak ends near the step (docs/colony.md)."""
-    f = lex_argmin(peak.sum(axis=-1), length, ok, xp)
+    `jaxsched.mir_files.MIR_HEADROOM_ALLOWANCE`). Registers below the headroom are free: the model's
+    occupancy depends only on the peak, and the allocator, which needs more than the model's peak,
+    loses the level when the peak ends near the step (docs/colony.md)."""
+    f = lex_argmin(peak.sum(axis=-1), length, within_target, xp)
     bounded = (limit > 0) & (limit < RP_UNLIMITED)
     lim = xp.where(bounded, limit, 1).astype(xp.float32)
     base = xp.maximum(peak[f].astype(xp.float32), xp.floor(lim * (1 - params.rp_headroom)))
     over = xp.where(bounded, xp.maximum(peak.astype(xp.float32) - base, 0) / lim, 0).max(-1)
-    alt = lex_argmin(length, peak.sum(axis=-1), ok & (over <= 0), xp)
+    alt = lex_argmin(length, peak.sum(axis=-1), within_target & (over <= 0), xp)
     gain = (length[f] - length[pick]).astype(xp.float32)
     gain = gain / xp.maximum(length[f], 1).astype(xp.float32)
     keep = over[pick] <= params.headroom_allowance * gain
-    return xp.where(ok[pick] & (over[pick] > 0) & ~keep, alt, pick)
+    return xp.where(within_target[pick] & (over[pick] > 0) & ~keep, alt, pick)
 
 
 def limits(lut: Array, target: Array, cost: Array, xp: ModuleType) -> Array:

@@ -69,7 +69,7 @@ def select_devices(devices: int | str) -> list[jax.Device]:
             f"got {devices!r}"
         )
     by_process: dict[int, list[jax.Device]] = {}
-    for d in sorted(jax.devices(), key=lambda d: (d.process_index, d.id)):
+    for d in sorted(jax.devices(), key=lambda device: (device.process_index, device.id)):
         by_process.setdefault(d.process_index, []).append(d)
     if len({len(ds) for ds in by_process.values()}) > 1:
         raise InputError("every process of a multi-process run needs the same number of devices")
@@ -126,7 +126,7 @@ def plan_calls(groups: dict, options, devices: Sequence[jax.Device]) -> list:
             old = joined.get(key, (PaddedShape(**shape), 0))
             joined[key] = (old[0].join(PaddedShape(**shape)), max(old[1], count))
     calls = []
-    for key in sorted(joined, key=lambda k: (k[0], -k[1].ants, repr(k[1]))):
+    for key in sorted(joined, key=lambda group: (group[0], -group[1].ants, repr(group[1]))):
         shape, most = joined[key]
         idxs = groups.get(key, ([], None))[0]
         calls += _group_calls(idxs, shape, key[1], most, options, devices)
@@ -157,17 +157,19 @@ def _shard(fn, mesh: Mesh, in_specs: tuple, out_specs):
     return jax.shard_map(fn, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_vma=False)
 
 
-def _all_done(s: ColonyState) -> jax.Array:
+def _all_done(state: ColonyState) -> jax.Array:
     """int32[]: 1 when every region of every row is done (the same on every device)."""
-    return lax.pmin((s.phase == DONE).all().astype(jnp.int32), (REGION_AXIS, ANT_AXIS))
+    return lax.pmin((state.phase == DONE).all().astype(jnp.int32), (REGION_AXIS, ANT_AXIS))
 
 
 @partial(jax.jit, static_argnames=("config", "mesh", "impl"))
 def _init(prob, params, key_data, *, config: ColonyConfig, mesh: Mesh, impl: str):
     """(initial state, int32[]: 1 when every pass of every region is skipped)."""
 
-    def fn(p, par, kd):
-        s = init(jax.random.wrap_key_data(kd, impl=impl), p, par, config=config)
+    def fn(local_problem, par, local_key_data):
+        s = init(
+            jax.random.wrap_key_data(local_key_data, impl=impl), local_problem, par, config=config
+        )
         return s, _all_done(s)
 
     config = _split_ants(config, mesh)
@@ -180,9 +182,9 @@ def _run(state, prob, params, steps, *, config: ColonyConfig, mesh: Mesh):
     """(state after up to ``steps`` iterations, int32[]: 1 when every region of every row is
     done)."""
 
-    def fn(s, p, par, k):
-        s = run(s, p, par, k, config=config)
-        return s, _all_done(s)
+    def fn(local_state, local_problem, par, max_steps):
+        local_state = run(local_state, local_problem, par, max_steps, config=config)
+        return local_state, _all_done(local_state)
 
     config = _split_ants(config, mesh)
     specs = (P(REGION_AXIS), _specs(prob), P(), P())

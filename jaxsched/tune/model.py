@@ -6,8 +6,8 @@ colony iteration: the pheromone, limits, stall budget and pass (RP or ILP) of th
 that runs (`core.init`), with independent exploration coins per ant (the colony's per-
 wavefront coin would correlate the ants of a wavefront). Each step an ant exploits (the best
 score) with probability q0, else it draws a slot with probability proportional to its
-roulette weight (`construct.roulette_weights`); the replay calls the same scoring
-(`construct.step_scores`) and state update (`construct.apply_pick`) as the sampler, so the two
+roulette weight (`decision.roulette_weights`); the replay calls the same scoring
+(`decision.step_scores`) and state update (`construct.apply_pick`) as the sampler, so the two
 cannot drift apart.
 
 The cost of an order (one scalar per ant, `order_costs`): its RP cost (the target occupancy
@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from jaxsched.colony import construct as C
+from jaxsched.colony import antstate, construct, decision, draws
 from jaxsched.colony.core import init
 from jaxsched.colony.iteration import PassState, step_inputs
 from jaxsched.colony.params import ColonyConfig, ColonyParams, pass_params
@@ -98,8 +98,8 @@ def _inputs(problem: TuneProblem, params: ColonyParams):
     return jax.vmap(one)(problem.prob.prep, lax.stop_gradient(problem.ctx))
 
 
-def _seeds(key: jax.Array, params: ColonyParams, ants: Ants) -> C.AntSeeds:
-    return C.make_seeds(
+def _seeds(key: jax.Array, params: ColonyParams, ants: Ants) -> draws.AntSeeds:
+    return draws.make_seeds(
         key,
         params,
         wavefronts=ants.wavefronts,
@@ -120,7 +120,7 @@ def sample(problem: TuneProblem, params: ColonyParams, key: jax.Array, ants: Ant
     N = problem.prob.prep.succ.shape[1] - 1
 
     def one(prep, inp_b, pp_b, k):
-        res = C.construct_ants(
+        res = construct.construct_ants(
             prep, inp_b, pp_b, k, jnp.int32(N),
             wavefronts=ants.wavefronts, wavefront_size=ants.wavefront_size,
             uniform_exploration=False,
@@ -143,36 +143,38 @@ def _choice_log_prob(score, eligible, slot, q0, active):
     value, with the gradient of their real-valued form."""
     best = lax.stop_gradient(score.max(axis=0))
     smooth = jnp.where(eligible, 1.0 + score / jnp.maximum(best, 1e-30) * 65535.0, 0.0)
-    exact = C.roulette_weights(score, eligible).astype(jnp.float32)
+    exact = decision.roulette_weights(score, eligible).astype(jnp.float32)
     weight = exact + smooth - lax.stop_gradient(smooth)
     a = jnp.arange(slot.shape[0])
     share = weight[slot, a] / jnp.maximum(weight.sum(axis=0), 1e-30)
-    is_best = (C.best_slot(score, eligible) == slot).astype(jnp.float32)
+    is_best = (decision.best_slot(score, eligible) == slot).astype(jnp.float32)
     p = jnp.where(active, q0 * is_best + (1.0 - q0) * share, 1.0)
     # An ineligible slot has probability 0: log 0 = -inf, with a zero (not NaN) gradient.
     return jnp.where(p > 0, jnp.log(jnp.where(p > 0, p, 1.0)), -jnp.inf)
 
 
-def _replay_region(prep, inp, pp, orders, seeds: C.AntSeeds):
+def _replay_region(prep, inp, pp, orders, seeds: draws.AntSeeds):
     """(f32[A, N], bool[A, N]): each step's log-probability and agreement (one region)."""
     A, N = orders.shape
-    K = prep.init_ready.shape[0] - 1
+    K = prep.dummy_slot
     a = jnp.arange(A)
 
-    def body(st: C.AntsState, t):
-        ready = C.first_slots(st.ready, K)
+    def body(st: antstate.AntsState, t):
+        ready = antstate.first_slots(st.ready, K)
         tau = inp.tau[st.last[None, :], ready.ids]
-        view = C.AntView(cycle=st.cycle, issued=st.issued, stalls=st.stalls, live_w=st.live_w)
-        c, score = C.step_scores(ready, tau, view, prep.live_through, inp, pp, seeds)
+        view = antstate.AntView(
+            cycle=st.cycle, issued=st.issued, stalls=st.stalls, live_w=st.live_w
+        )
+        c, score = decision.step_scores(ready, tau, view, prep.live_through, inp, pp, seeds)
         active = st.ready.count > 0
         slot = jnp.where(active, st.ready.slot_of[orders[:, t], a], K)
         lp = _choice_log_prob(score, c.eligible, jnp.minimum(slot, K - 1), inp.q0, active)
-        pick = C.pick_slot(score, c.eligible, t, inp.q0, seeds)
+        pick = decision.pick_slot(score, c.eligible, t, inp.q0, seeds)
         agree = ~active | (pick == slot)
-        st = C.apply_pick(st, slot, c.cycle, c.issued, t=t, prep=prep, inp=inp)
+        st = construct.apply_pick(st, slot, c.cycle, c.issued, step_index=t, prep=prep, inp=inp)
         return st, (lp, agree)
 
-    st0 = C.init_ants(prep, A, inp.key)
+    st0 = construct.init_ants(prep, A, inp.key)
     _, (lp, agree) = lax.scan(body, st0, jnp.arange(N, dtype=jnp.int32))
     return lp.T, agree.T
 

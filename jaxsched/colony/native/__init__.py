@@ -41,14 +41,10 @@ import jax.numpy as jnp
 import jaxlib
 import numpy as np
 
-from jaxsched.colony.construct import (
-    AntResults,
-    Prepared,
-    StepInputs,
-    make_seeds,
-    static_weight_sum,
-)
+from jaxsched.colony.antstate import AntResults, StepInputs
+from jaxsched.colony.draws import make_seeds
 from jaxsched.colony.params import ColonyParams
+from jaxsched.colony.prepared import Prepared, static_weight_sum
 from jaxsched.store import host_cpu, store_dir
 
 #: The FFI target's name.
@@ -202,7 +198,9 @@ def _fma_probe() -> bool:
     a = np.full(8, 1 + 2.0**-12, np.float32)
     c = np.full(8, -1.0, np.float32)
     cpu = jax.local_devices(backend="cpu")[0]  # this process's (several processes: not 0's)
-    out = jax.jit(lambda a, b, c: a * b + c)(*(jax.device_put(x, cpu) for x in (a, a, c)))
+    out = jax.jit(lambda mul_a, mul_b, add: mul_a * mul_b + add)(
+        *(jax.device_put(x, cpu) for x in (a, a, c))
+    )
     return bool(np.asarray(out)[0] != np.float32(2.0**-11))
 
 
@@ -215,7 +213,7 @@ def _scalars(
 ) -> tuple[jax.Array, jax.Array]:
     """The kernel's ``ints`` (int32[5 + 2F]) and ``floats`` (f32[10 + 2F]) operands (see
     construct.cc). The key's weight sums are computed here with the `lax` path's expressions
-    (`construct._scores`, `construct._dynamic_terms`), so they round alike."""
+    (`decision._scores`, `decision._dynamic_terms`), so they round alike."""
     F = prep.live_through.shape[0]
     wl = jnp.where(inp.timed, params.weight_last_use, params.weight_last_use_rp)
     ws = static_weight_sum(params)
@@ -259,7 +257,7 @@ def construct_ants_native(
     active: jax.Array | bool = True,
 ) -> AntResults:
     """`construct.construct_ants` by the native kernel (CPU): identical results for identical
-    inputs (same seeds, `construct.make_seeds`). ``params``: pass parameters. ``active``
+    inputs (same seeds, `draws.make_seeds`). ``params``: pass parameters. ``active``
     False: no step runs (the results are the initial state's; the caller discards them).
     Raises `RuntimeError` when the kernel cannot be built (`unavailable`)."""
     reason = unavailable()
@@ -273,7 +271,7 @@ def construct_ants_native(
         uniform_exploration=uniform_exploration,
     )
     A = wavefronts * wavefront_size
-    N = prep.succ.shape[0] - 1
+    N = prep.instr_sentinel
     F = prep.live_through.shape[0]
     ints, floats = _scalars(prep, inp, params, num_steps, active)
     seed_arr = jnp.stack([seeds.seed, seeds.coin, seeds.may_stall.astype(jnp.uint32)])
