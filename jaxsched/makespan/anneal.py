@@ -164,42 +164,53 @@ def temperature(params: AnnealParams, iteration: jax.Array) -> jax.Array:
     return jnp.maximum(params.t0 * (1.0 - frac), 0.0)
 
 
-def source_index(i, p, q, move):
-    """Position of the current string that the neighbour takes at position ``i`` (arrays
-    broadcast; ``p <= q``). ``move`` indexes `MOVES`: 0 swap ``p`` and ``q``; 1 the id at
-    ``q`` moves to ``p``; 2 the id at ``p`` moves to ``q``; blocks in between shift by one."""
-    swap = jnp.where(i == p, q, jnp.where(i == q, p, i))
-    forward = jnp.where(i == p, q, jnp.where((i > p) & (i <= q), i - 1, i))
-    backward = jnp.where(i == q, p, jnp.where((i >= p) & (i < q), i + 1, i))
+def source_index(position, first, last, move):
+    """Position of the current string that the neighbour takes at ``position`` (arrays
+    broadcast; ``first <= last``, the `Draws` ``p`` and ``q``). ``move`` indexes `MOVES`: 0 swap
+    ``first`` and ``last``; 1 the id at ``last`` moves to ``first``; 2 the id at ``first`` moves
+    to ``last``; blocks in between shift by one."""
+    swap = jnp.where(position == first, last, jnp.where(position == last, first, position))
+    forward = jnp.where(
+        position == first,
+        last,
+        jnp.where((position > first) & (position <= last), position - 1, position),
+    )
+    backward = jnp.where(
+        position == last,
+        first,
+        jnp.where((position >= first) & (position < last), position + 1, position),
+    )
     return jnp.where(move == 0, swap, jnp.where(move == 1, forward, backward))
 
 
-def _propose(string: jax.Array, p: jax.Array, q: jax.Array, move: jax.Array) -> jax.Array:
-    """Neighbours of ``string`` (int32[n, B]) changing positions ``p .. q[b]`` (``p <= q``;
-    ``move`` int32[B], see `source_index`)."""
+def _propose(string: jax.Array, first: jax.Array, last: jax.Array, move: jax.Array) -> jax.Array:
+    """Neighbours of ``string`` (int32[n, B]) changing positions ``first .. last[b]``
+    (``first <= last``; ``move`` int32[B], see `source_index`)."""
     i = jnp.arange(string.shape[0], dtype=jnp.int32)[:, None]
-    idx = source_index(i, p, q[None], move[None])
+    idx = source_index(i, first, last[None], move[None])
     return jnp.take_along_axis(string, idx, axis=0)
 
 
-def _shared_p(key: jax.Array, n: int) -> jax.Array:
-    """The smaller of two distinct uniform positions of ``0 .. n-1`` (0 when ``n < 2``)."""
-    if n < 2:
+def _shared_p(key: jax.Array, length: int) -> jax.Array:
+    """The smaller of two distinct uniform positions of ``0 .. length-1`` (0 when
+    ``length < 2``)."""
+    if length < 2:
         return jnp.zeros((), jnp.int32)
     ka, kb = jax.random.split(key)
-    a = jax.random.randint(ka, (), 0, n, jnp.int32)
-    b = jax.random.randint(kb, (), 0, n - 1, jnp.int32)
+    a = jax.random.randint(ka, (), 0, length, jnp.int32)
+    b = jax.random.randint(kb, (), 0, length - 1, jnp.int32)
     b = b + (b >= a)
     return jnp.minimum(a, b)
 
 
-def _draw(bits: jax.Array, p: jax.Array, n: int, moves: jax.Array):
-    """Per chain from ``bits`` uint32[2, B]: ``q`` int32[B] in ``p+1 .. n-1`` (``p`` if
-    ``n < 2``), the move int32[B] (index of `MOVES`) and the acceptance uniform float32[B]."""
+def _draw(bits: jax.Array, first: jax.Array, length: int, moves: jax.Array):
+    """Per chain from ``bits`` uint32[2, B]: ``q`` int32[B] in ``first+1 .. length-1``
+    (``first`` if ``length < 2``), the move int32[B] (index of `MOVES`) and the acceptance
+    uniform float32[B]."""
     u_q = (bits[0] >> 8).astype(jnp.float32) * (1.0 / (1 << 24))
     u_acc = (bits[1] >> 8).astype(jnp.float32) * (1.0 / (1 << 24))
-    span = (n - 1 - p).astype(jnp.float32)
-    q = jnp.minimum(p + 1 + (u_q * span).astype(jnp.int32), max(n - 1, 0))
+    span = (length - 1 - first).astype(jnp.float32)
+    q = jnp.minimum(first + 1 + (u_q * span).astype(jnp.int32), max(length - 1, 0))
     u16 = ((bits[1] & 3) << 14) | (((bits[1] >> 2) & 63) << 8) | (bits[0] & 255)
     u_move = u16.astype(jnp.float32) * (1.0 / (1 << 16))
     cum = jnp.cumsum(moves) / jnp.sum(moves)
@@ -229,22 +240,22 @@ class Draws(NamedTuple):
 def draw(
     key: jax.Array,
     iteration: jax.Array,
-    n: int,
+    length: int,
     chains: int,
     params: AnnealParams,
     chain_axis: str | None = None,
 ) -> Draws:
-    """The `Draws` of the step with ``key`` at ``iteration`` (``n``, ``chains`` static). With
+    """The `Draws` of the step with ``key`` at ``iteration`` (``length``, ``chains`` static). With
     ``chain_axis`` (inside `jax.shard_map`, ``chains`` this device's share) the per-chain draws
     are this device's slice of the whole batch's, so every chain draws as on one device."""
     kp, kc = jax.random.split(key)
-    p = _shared_p(kp, n)
+    p = _shared_p(kp, length)
     if chain_axis is None:
         bits = jax.random.bits(kc, (2, chains), jnp.uint32)
     else:
         whole = jax.random.bits(kc, (2, chains * lax.axis_size(chain_axis)), jnp.uint32)
         bits = device_slice(whole, chain_axis, dim=1)
-    q, move, u_acc = _draw(bits, p, n, params.moves)
+    q, move, u_acc = _draw(bits, p, length, params.moves)
     return Draws(p=p, q=q, move=move, u_acc=u_acc, temp=temperature(params, iteration))
 
 
@@ -276,7 +287,7 @@ def step(
         tab, cur, _propose(cur.string, d.p, d.q, d.move), d.p, warps_of(tab, cur.string)
     )
     accept = accepts(cur.makespan, cand.makespan, d.u_acc, d.temp)
-    new = jax.tree.map(lambda a, b: jnp.where(accept, a, b), cand, cur)
+    new = jax.tree.map(lambda candidate, current: jnp.where(accept, candidate, current), cand, cur)
     better = new.makespan > state.best_makespan
     return ChainState(
         current=new,
@@ -302,8 +313,10 @@ def run(
     ``chain_axis``: see `step`.
     """
 
-    def body(_, st: ChainState) -> ChainState:
-        return step(jax.random.fold_in(key, st.iteration), st, tab, params, chain_axis=chain_axis)
+    def body(_, carry: ChainState) -> ChainState:
+        return step(
+            jax.random.fold_in(key, carry.iteration), carry, tab, params, chain_axis=chain_axis
+        )
 
     return lax.fori_loop(0, steps, body, state)
 
@@ -312,4 +325,4 @@ def random_strings(key: jax.Array, warps: int, instructions: int, chains: int) -
     """Uniformly shuffled warp strings int32[W*I, chains] (chain axis last); sizes static."""
     base = jnp.tile(jnp.arange(warps, dtype=jnp.int32), instructions)
     keys = jax.random.split(key, chains)
-    return jax.vmap(lambda k: jax.random.permutation(k, base), out_axes=1)(keys)
+    return jax.vmap(lambda chain_key: jax.random.permutation(chain_key, base), out_axes=1)(keys)

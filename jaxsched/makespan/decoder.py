@@ -97,15 +97,15 @@ def tables(norm: Normalized, warps: int) -> Tables:
     )
 
 
-def num_words(n: int) -> int:
-    """Words of the free-cycle bit sets for ``n`` positions (horizon ``32 * num_words``)."""
-    return max(1, -(-n // 32))
+def num_words(length: int) -> int:
+    """Words of the free-cycle bit sets for ``length`` positions (horizon ``32 * num_words``)."""
+    return max(1, -(-length // 32))
 
 
-def decode_bytes(n: int, warps: int, batch: int) -> int:
-    """Estimated device bytes of decoding ``batch`` strings of ``n`` positions (measured with
+def decode_bytes(length: int, warps: int, batch: int) -> int:
+    """Estimated device bytes of decoding ``batch`` strings of ``length`` positions (measured with
     XLA's memory analysis on CPU, with margin; see tests)."""
-    return 4 * batch * (PER_POSITION_WORDS * n + 2 * warps + 16) + (1 << 20)
+    return 4 * batch * (PER_POSITION_WORDS * length + 2 * warps + 16) + (1 << 20)
 
 
 #: int32 words per position and chain kept live by a decode or an annealing step, with margin
@@ -140,19 +140,20 @@ def _first_free(words: jax.Array, start: jax.Array) -> jax.Array:
     return jnp.min(jnp.where(masked != 0, idx * 32 + ctz, jnp.int32(2**30)), axis=0)
 
 
-def trailing_zeros(x: jax.Array) -> jax.Array:
-    """int32: trailing zero bits of each uint32 of ``x`` (32 for 0): the index of the lowest
+def trailing_zeros(words: jax.Array) -> jax.Array:
+    """int32: trailing zero bits of each uint32 of ``words`` (32 for 0): the index of the lowest
     set bit."""
-    lowest = x & (~x + jnp.uint32(1))
+    lowest = words & (~words + jnp.uint32(1))
     return lax.population_count(lowest - jnp.uint32(1)).astype(jnp.int32)
 
 
-def _prefix_state(tab: Tables, string, cycle, unit, p, num_warps: int):
-    """Packed counters, free bits and warp progress after positions ``0 .. p-1`` of each chain."""
+def _prefix_state(tab: Tables, string, cycle, unit, first, num_warps: int):
+    """Packed counters, free bits and warp progress after positions ``0 .. first-1`` of each
+    chain."""
     n, b = string.shape
     horizon = 32 * num_words(n)
     lanes = jnp.arange(b, dtype=jnp.int32)[None, :]
-    keep = (jnp.arange(n, dtype=jnp.int32) < p)[:, None]
+    keep = (jnp.arange(n, dtype=jnp.int32) < first)[:, None]
     c = jnp.where(keep, cycle, horizon)  # dropped positions scatter out of bounds
     packed = jnp.zeros((horizon, b), jnp.uint32).at[c, lanes].add(increment(unit), mode="drop")
     w = jnp.where(keep, string, num_warps)
@@ -166,37 +167,42 @@ def _prefix_state(tab: Tables, string, cycle, unit, p, num_warps: int):
 ONE_HOT_TYPES = 64
 
 
-def _instruction_unit(types: jax.Array, k: jax.Array) -> jax.Array:
-    """Unit id int32[B] of instruction ``k`` (int32[B]) of every chain; ``types`` int32[I]."""
+def _instruction_unit(types: jax.Array, index: jax.Array) -> jax.Array:
+    """Unit id int32[B] of each chain's instruction number ``index`` (int32[B]) of the kernel;
+    ``types`` int32[I]."""
     if types.shape[0] > ONE_HOT_TYPES:
-        return jnp.take(types, k, mode="clip")
+        return jnp.take(types, index, mode="clip")
     ids = jnp.arange(types.shape[0], dtype=jnp.int32)[:, None]
-    return jnp.sum(jnp.where(ids == k[None], types[:, None], 0), axis=0)
+    return jnp.sum(jnp.where(ids == index[None], types[:, None], 0), axis=0)
 
 
-def redecode(tab: Tables, old: Decoded, string: jax.Array, p: jax.Array, num_warps: int) -> Decoded:
-    """Decode ``string`` reusing ``old`` for positions ``< p`` (equal in both for every chain).
+def redecode(
+    tab: Tables, old: Decoded, string: jax.Array, first: jax.Array, num_warps: int
+) -> Decoded:
+    """Decode ``string`` reusing ``old`` for positions ``< first`` (equal in both for every
+    chain).
 
     Args:
       tab: instance tables.
-      old: a batch decoding whose ``string[:p]`` equals ``string[:p]`` (its string is not read).
+      old: a batch decoding whose ``string[:first]`` equals ``string[:first]`` (its string is
+        not read).
       string: int32[n, B], the new warp strings.
-      p: int32[], first position that may differ, shared by the batch (0 decodes everything).
+      first: int32[], first position that may differ, shared by the batch (0 decodes everything).
       num_warps: static ``W``.
     Returns:
       the `Decoded` of ``string``. Work per chain: ``O(n + 4T)`` plus ``O(4T/32 + W)`` per
       suffix position.
     """
     n, b = string.shape
-    packed, free, count, last = _prefix_state(tab, string, old.cycle, old.unit, p, num_warps)
+    packed, free, count, last = _prefix_state(tab, string, old.cycle, old.unit, first, num_warps)
     lanes = jnp.arange(b, dtype=jnp.int32)
     warp_ids = jnp.arange(num_warps, dtype=jnp.int32)[:, None]
     unit_ids = jnp.arange(NUM_UNITS, dtype=jnp.int32)[:, None]
     word_ids = jnp.arange(free.shape[1], dtype=jnp.int32)[:, None]
 
-    def place(i, carry):
+    def place(position, carry):
         packed, free, count, last, cycle, unit = carry
-        is_w = warp_ids == string[i][None]  # [W, B]
+        is_w = warp_ids == string[position][None]  # [W, B]
         k = jnp.sum(jnp.where(is_w, count, 0), axis=0)
         prev = jnp.sum(jnp.where(is_w, last, 0), axis=0)
         u = _instruction_unit(tab.types, k)
@@ -222,12 +228,12 @@ def redecode(tab: Tables, old: Decoded, string: jax.Array, p: jax.Array, num_war
             free & ~clear,
             count + is_w,
             jnp.where(is_w, c[None], last),
-            lax.dynamic_update_index_in_dim(cycle, c, i, 0),
-            lax.dynamic_update_index_in_dim(unit, u, i, 0),
+            lax.dynamic_update_index_in_dim(cycle, c, position, 0),
+            lax.dynamic_update_index_in_dim(unit, u, position, 0),
         )
 
     carry = (packed, free, count, last, old.cycle, old.unit)
-    *_, cycle, unit = lax.fori_loop(p, n, place, carry)
+    *_, cycle, unit = lax.fori_loop(first, n, place, carry)
     return Decoded(string=string, cycle=cycle, unit=unit, makespan=jnp.max(cycle, axis=0) + 1)
 
 
@@ -317,7 +323,11 @@ def decode(
     warps = check_problem(norm, warps)
     n = warps * n_instr
     check_memory(
-        lambda b: decode_bytes(n, warps, b), rows.shape[0], memory_budget, "decode", "strings"
+        lambda count: decode_bytes(n, warps, count),
+        rows.shape[0],
+        memory_budget,
+        "decode",
+        "strings",
     )
     rows = np.stack([check_warp_string(r, warps, n_instr) for r in rows])
     out = _decode_batch_jit(tables(norm, warps), jnp.asarray(rows.T), warps)

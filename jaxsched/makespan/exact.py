@@ -70,9 +70,9 @@ class _Search:
         self.memo: dict[tuple, int] = {}
         self.budget = node_budget
 
-    def earliest(self, w: int) -> int:
-        u = self.types[self.count[w]]
-        c = self.last[w] + 1
+    def earliest(self, warp: int) -> int:
+        u = self.types[self.count[warp]]
+        c = self.last[warp] + 1
         while self.sched[c] >= self.sigma or self.unit[u][c] >= self.cap[u]:
             c += 1
         return c
@@ -100,14 +100,14 @@ class _Search:
                 out.append(w)
         return out
 
-    def place(self, w: int) -> tuple[int, int, int]:
-        c = self.earliest(w)
-        u = self.types[self.count[w]]
-        undo = (w, self.last[w], self.top)
+    def place(self, warp: int) -> tuple[int, int, int]:
+        c = self.earliest(warp)
+        u = self.types[self.count[warp]]
+        undo = (warp, self.last[warp], self.top)
         self.sched[c] += 1
         self.unit[u][c] += 1
-        self.count[w] += 1
-        self.last[w] = c
+        self.count[warp] += 1
+        self.last[warp] = c
         self.top = max(self.top, c)
         return (*undo, c, u)
 

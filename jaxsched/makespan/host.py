@@ -149,21 +149,22 @@ def _check_starts(starts: object) -> tuple[str, ...]:
     return names
 
 
-def step_work(n: int, warps: int) -> int:
-    """Work units of one chain-step: ``n / 2`` re-decoded positions on average, each scanning
-    ``W`` warps and ``4 * n / 32`` bit-set words, plus the ``O(n)`` prefix rebuild."""
-    return (n // 2 + 1) * (4 * warps + n // 8 + 16) + 8 * n
+def step_work(length: int, warps: int) -> int:
+    """Work units of one chain-step of a string of ``length`` positions: ``length / 2``
+    re-decoded positions on average, each scanning ``W`` warps and ``4 * length / 32`` bit-set
+    words, plus the ``O(length)`` prefix rebuild."""
+    return (length // 2 + 1) * (4 * warps + length // 8 + 16) + 8 * length
 
 
-def anneal_bytes(n: int, warps: int, chains: int, records: int, devices: int = 1) -> int:
-    """Estimated peak bytes of annealing ``chains`` chains of ``n`` positions: the device state
-    and step temporaries of one device's share of the chains (measured with XLA's memory
+def anneal_bytes(length: int, warps: int, chains: int, records: int, devices: int = 1) -> int:
+    """Estimated peak bytes of annealing ``chains`` chains of ``length`` positions: the device
+    state and step temporaries of one device's share of the chains (measured with XLA's memory
     analysis, with margin; see tests; the larger of the `lax` path's and the fused kernel's,
     `kernel.fused_words`), the host start strings and ``records`` history rows."""
     per_device = -(-chains // devices)
-    per_chain = max(PER_POSITION_WORDS * n + 2 * warps + 16, fused_words(n, warps))
+    per_chain = max(PER_POSITION_WORDS * length + 2 * warps + 16, fused_words(length, warps))
     device = 4 * per_device * per_chain + (1 << 20)
-    host = 4 * chains * (2 * n + records)
+    host = 4 * chains * (2 * length + records)
     return device + host
 
 
@@ -203,7 +204,7 @@ def plan_estimate(
     records = -(-iterations // chunk) + 1
     need = anneal_bytes(n, warps, chains, records, split)
     budget = check_memory(
-        lambda b: anneal_bytes(n, warps, b, records, split),
+        lambda count: anneal_bytes(n, warps, count, records, split),
         chains,
         memory_budget,
         "estimate",

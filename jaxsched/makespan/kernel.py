@@ -64,12 +64,12 @@ NUM_WARPS = 4
 LAUNCH_STEPS = 64
 
 
-def fused_words(n: int, warps: int) -> int:
-    """int32 words per chain of a fused run of ``n`` positions and ``warps`` warps: the state
-    (4n + 2), the scratch (3n, the counters, bit sets, warp counts and last cycles) and one
-    launch's draws."""
-    nw = num_words(n)
-    return 7 * n + 2 + 32 * nw + NUM_UNITS * nw + 2 * warps + 3 * LAUNCH_STEPS
+def fused_words(length: int, warps: int) -> int:
+    """int32 words per chain of a fused run of ``length`` positions and ``warps`` warps: the
+    state (4 * length + 2), the scratch (3 * length, the counters, bit sets, warp counts and
+    last cycles) and one launch's draws."""
+    nw = num_words(length)
+    return 7 * length + 2 + 32 * nw + NUM_UNITS * nw + 2 * warps + 3 * LAUNCH_STEPS
 
 
 class _Scratch(NamedTuple):
@@ -84,10 +84,10 @@ class _Scratch(NamedTuple):
     last: Any  # int32[W, C]: cycle of each warp's latest instruction (-1: none)
 
 
-def _scratch(n: int, warps: int, chains: int) -> _Scratch:
-    nw = num_words(n)
+def _scratch(length: int, warps: int, chains: int) -> _Scratch:
+    nw = num_words(length)
     i32, u32 = jnp.int32, jnp.uint32
-    per_position = jax.ShapeDtypeStruct((n, chains), i32)
+    per_position = jax.ShapeDtypeStruct((length, chains), i32)
     per_warp = jax.ShapeDtypeStruct((warps, chains), i32)
     return _Scratch(
         string=per_position,
@@ -111,98 +111,117 @@ class _Flat(NamedTuple):
     best_makespan: Any  # int32[C]
 
 
-def _any(x) -> jax.Array:
-    """bool[]: some lane of ``x`` (bool[B]) is set (Triton lowers no ``reduce_or``)."""
-    return jnp.max(x.astype(jnp.int32)) > 0
+def _any(mask) -> jax.Array:
+    """bool[]: some lane of ``mask`` (bool[B]) is set (Triton lowers no ``reduce_or``)."""
+    return jnp.max(mask.astype(jnp.int32)) > 0
 
 
-def _occupy(w, c, u, k, sc: _Scratch, tab: Tables, sigma, lane, nw: int, barrier) -> None:
-    """Record instruction ``k`` of warp ``w`` at cycle ``c`` on unit ``u`` (all [B]): the
-    counters, the free bits (a full scheduler clears the cycle for every unit, a full unit for
-    itself) and the warp's count and last cycle."""
-    value = load(sc.packed, c, lane) + increment(u)
+def _occupy(
+    warp, cycle, unit, index, scratch: _Scratch, tab: Tables, sigma, lane, n_words: int, barrier
+) -> None:
+    """Record the instruction number ``index`` of ``warp`` at ``cycle`` on ``unit`` (all [B],
+    ``n_words`` words per unit bit set): the counters, the free bits (a full scheduler clears
+    the cycle for every unit, a full unit for itself) and the warp's count and last cycle."""
+    value = load(scratch.packed, cycle, lane) + increment(unit)
     sched_full = (value & MAX_FIELD).astype(jnp.int32) >= sigma
-    shift = (FIELD * (u + 1)).astype(jnp.uint32)
-    unit_full = ((value >> shift) & MAX_FIELD).astype(jnp.int32) >= tab.capacity[u]
-    bit = jnp.left_shift(jnp.uint32(1), (c & 31).astype(jnp.uint32))
-    clear = [sched_full | (unit_full & (u == v)) for v in range(NUM_UNITS)]
-    words = [load(sc.free, v * nw + (c >> 5), lane) for v in range(NUM_UNITS)]
+    shift = (FIELD * (unit + 1)).astype(jnp.uint32)
+    unit_full = ((value >> shift) & MAX_FIELD).astype(jnp.int32) >= tab.capacity[unit]
+    bit = jnp.left_shift(jnp.uint32(1), (cycle & 31).astype(jnp.uint32))
+    clear = [sched_full | (unit_full & (unit == v)) for v in range(NUM_UNITS)]
+    words = [load(scratch.free, v * n_words + (cycle >> 5), lane) for v in range(NUM_UNITS)]
     barrier()
-    store(sc.packed, c, lane, value)
-    store(sc.count, w, lane, k + 1)
-    store(sc.last, w, lane, c)
+    store(scratch.packed, cycle, lane, value)
+    store(scratch.count, warp, lane, index + 1)
+    store(scratch.last, warp, lane, cycle)
     for v in range(NUM_UNITS):
-        store(sc.free, v * nw + (c >> 5), lane, words[v] & ~bit, mask=clear[v])
+        store(scratch.free, v * n_words + (cycle >> 5), lane, words[v] & ~bit, mask=clear[v])
     barrier()
 
 
-def _first_free(free, u, start, lane, nw: int):
-    """Per lane, the first cycle ``>= start`` whose bit is set in unit ``u``'s bit set
+def _first_free(free, unit, start, lane, n_words: int):
+    """Per lane, the first cycle ``>= start`` whose bit is set in ``unit``'s bit set
     (int32[B]); the scan stops at the last word (a free cycle exists below the horizon)."""
     low = jnp.left_shift(jnp.uint32(0xFFFFFFFF), (start & 31).astype(jnp.uint32))
     j0 = start >> 5
-    w0 = load(free, u * nw + j0, lane) & low
+    w0 = load(free, unit * n_words + j0, lane) & low
 
-    def more(s):
-        j, w = s
-        return _any((w == 0) & (j < nw - 1))
+    def more(carry):
+        j, w = carry
+        return _any((w == 0) & (j < n_words - 1))
 
-    def next_word(s):
-        j, w = s
-        go = (w == 0) & (j < nw - 1)
+    def next_word(carry):
+        j, w = carry
+        go = (w == 0) & (j < n_words - 1)
         j = jnp.where(go, j + 1, j)
-        return j, jnp.where(go, load(free, u * nw + j, lane), w)
+        return j, jnp.where(go, load(free, unit * n_words + j, lane), w)
 
     j, w = lax.while_loop(more, next_word, (j0, w0))
     return j * 32 + trailing_zeros(w)
 
 
-def _step(it, carry, tab: Tables, d: Draws, st: _Flat, sc: _Scratch, shape, barrier):
+def _step(step, carry, tab: Tables, draws: Draws, state: _Flat, scratch: _Scratch, shape, barrier):
     """One annealing step of the block's chains; carry (current, best) makespans int32[B]."""
     n, warps, nw = shape
     m_cur, m_best = carry
     sigma = tab.schedulers[...]
     lane = lax.broadcasted_iota(jnp.int32, m_cur.shape, 0)
-    p = d.p[it]
-    q, move, u_acc = load(d.q, it, lane), load(d.move, it, lane), load(d.u_acc, it, lane)
+    p = draws.p[step]
+    q, move, u_acc = (
+        load(draws.q, step, lane),
+        load(draws.move, step, lane),
+        load(draws.u_acc, step, lane),
+    )
 
-    def reset_warp(w, _):
-        store(sc.count, w, lane, 0)
-        store(sc.last, w, lane, -1)
+    def reset_warp(warp, _):
+        store(scratch.count, warp, lane, 0)
+        store(scratch.last, warp, lane, -1)
 
-    lax.fori_loop(0, 32 * nw, lambda t, _: store(sc.packed, t, lane, jnp.uint32(0)), None)
     lax.fori_loop(
-        0, NUM_UNITS * nw, lambda r, _: store(sc.free, r, lane, jnp.uint32(0xFFFFFFFF)), None
+        0, 32 * nw, lambda cycle, _: store(scratch.packed, cycle, lane, jnp.uint32(0)), None
+    )
+    lax.fori_loop(
+        0,
+        NUM_UNITS * nw,
+        lambda row, _: store(scratch.free, row, lane, jnp.uint32(0xFFFFFFFF)),
+        None,
     )
     lax.fori_loop(0, warps, reset_warp, None)
     barrier()
 
-    def prefix(i, m):
-        w, c, u = load(st.string, i, lane), load(st.cycle, i, lane), load(st.unit, i, lane)
-        _occupy(w, c, u, load(sc.count, w, lane), sc, tab, sigma, lane, nw, barrier)
-        return jnp.maximum(m, c + 1)
+    def prefix(position, makespan):
+        w, c, u = (
+            load(state.string, position, lane),
+            load(state.cycle, position, lane),
+            load(state.unit, position, lane),
+        )
+        _occupy(w, c, u, load(scratch.count, w, lane), scratch, tab, sigma, lane, nw, barrier)
+        return jnp.maximum(makespan, c + 1)
 
-    def suffix(i, m):
-        w = load(st.string, source_index(i, p, q, move), lane)
-        k = load(sc.count, w, lane)
+    def suffix(position, makespan):
+        w = load(state.string, source_index(position, p, q, move), lane)
+        k = load(scratch.count, w, lane)
         u = tab.types[k]
-        c = _first_free(sc.free, u, load(sc.last, w, lane) + 1, lane, nw)
-        store(sc.string, i, lane, w)
-        store(sc.cycle, i, lane, c)
-        store(sc.unit, i, lane, u)
-        _occupy(w, c, u, k, sc, tab, sigma, lane, nw, barrier)
-        return jnp.maximum(m, c + 1)
+        c = _first_free(scratch.free, u, load(scratch.last, w, lane) + 1, lane, nw)
+        store(scratch.string, position, lane, w)
+        store(scratch.cycle, position, lane, c)
+        store(scratch.unit, position, lane, u)
+        _occupy(w, c, u, k, scratch, tab, sigma, lane, nw, barrier)
+        return jnp.maximum(makespan, c + 1)
 
     m_cand = lax.fori_loop(p, n, suffix, lax.fori_loop(0, p, prefix, jnp.zeros_like(m_cur)))
-    accept = accepts(m_cur, m_cand, u_acc, d.temp[it])
+    accept = accepts(m_cur, m_cand, u_acc, draws.temp[step])
     m_cur = jnp.where(accept, m_cand, m_cur)
     better = m_cur > m_best
 
     @pl.when(_any(accept))
     def _():
-        def copy(i, _):
-            for src, dst in ((sc.string, st.string), (sc.cycle, st.cycle), (sc.unit, st.unit)):
-                store(dst, i, lane, load(src, i, lane), mask=accept)
+        def copy(position, _):
+            for src, dst in (
+                (scratch.string, state.string),
+                (scratch.cycle, state.cycle),
+                (scratch.unit, state.unit),
+            ):
+                store(dst, position, lane, load(src, position, lane), mask=accept)
 
         lax.fori_loop(p, n, copy, None)
         barrier()
@@ -212,7 +231,9 @@ def _step(it, carry, tab: Tables, d: Draws, st: _Flat, sc: _Scratch, shape, barr
         lax.fori_loop(
             0,
             n,
-            lambda i, _: store(st.best_string, i, lane, load(st.string, i, lane), mask=better),
+            lambda position, _: store(
+                state.best_string, position, lane, load(state.string, position, lane), mask=better
+            ),
             None,
         )
         barrier()
@@ -220,14 +241,22 @@ def _step(it, carry, tab: Tables, d: Draws, st: _Flat, sc: _Scratch, shape, barr
     return m_cur, jnp.where(better, m_cur, m_best)
 
 
-def _kernel(tab, num_steps, d, _, st, sc, *, shape, interpret: bool):
+def _kernel(tab, num_steps, draws, _, state, scratch, *, shape, interpret: bool):
     """``num_steps`` annealing steps of one block of chains."""
-    body = partial(_step, tab=tab, d=d, st=st, sc=sc, shape=shape, barrier=fused.barrier(interpret))
-    m_cur, m_best = lax.fori_loop(
-        0, num_steps[...], body, (st.makespan[...], st.best_makespan[...])
+    body = partial(
+        _step,
+        tab=tab,
+        draws=draws,
+        state=state,
+        scratch=scratch,
+        shape=shape,
+        barrier=fused.barrier(interpret),
     )
-    st.makespan[...] = m_cur
-    st.best_makespan[...] = m_best
+    m_cur, m_best = lax.fori_loop(
+        0, num_steps[...], body, (state.makespan[...], state.best_makespan[...])
+    )
+    state.makespan[...] = m_cur
+    state.best_makespan[...] = m_best
 
 
 def fused_steps(
@@ -297,8 +326,8 @@ def run_fused(
     n, chains = state.best_string.shape
     offsets = jnp.arange(launch_steps, dtype=jnp.int32)
 
-    def one_draw(it):
-        return draw(jax.random.fold_in(key, it), it, n, chains, params)
+    def one_draw(iteration):
+        return draw(jax.random.fold_in(key, iteration), iteration, n, chains, params)
 
     def launch(carry):
         st, done = carry
@@ -307,5 +336,5 @@ def run_fused(
         st = fused_steps(st, tab, d, todo, block=block, interpret=interpret)
         return st, done + todo
 
-    state, _ = lax.while_loop(lambda c: c[1] < steps, launch, (state, jnp.int32(0)))
+    state, _ = lax.while_loop(lambda carry: carry[1] < steps, launch, (state, jnp.int32(0)))
     return state

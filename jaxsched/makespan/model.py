@@ -410,30 +410,30 @@ class _Sim:
         self.last = np.full(warps, -1, np.int32)  # int32[W]: cycle of the last one (-1: none)
 
     @staticmethod
-    def _find(parent: list[int], x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
+    def _find(parent: list[int], cycle: int) -> int:
+        while parent[cycle] != cycle:
+            parent[cycle] = parent[parent[cycle]]
+            cycle = parent[cycle]
+        return cycle
 
-    def next_free(self, u: int, c: int) -> int:
-        """The first cycle ``>= c`` free for unit ``u``."""
-        return self._find(self.nxt[u], c)
+    def next_free(self, unit: int, cycle: int) -> int:
+        """The first cycle ``>= cycle`` free for ``unit``."""
+        return self._find(self.nxt[unit], cycle)
 
-    def prev_free(self, u: int, c: int) -> int:
-        """The last cycle ``<= c`` free for unit ``u`` (-1 if none)."""
-        return self._find(self.prv[u], c + 1) - 1
+    def prev_free(self, unit: int, cycle: int) -> int:
+        """The last cycle ``<= cycle`` free for ``unit`` (-1 if none)."""
+        return self._find(self.prv[unit], cycle + 1) - 1
 
-    def place(self, w: int, u: int, c: int) -> None:
-        """Warp ``w``'s next instruction (unit ``u``) at cycle ``c``."""
-        self.sched[c] += 1
-        self.unit[u][c] += 1
-        if self.sched[c] >= self.sigma:
+    def place(self, warp: int, unit: int, cycle: int) -> None:
+        """``warp``'s next instruction (on ``unit``) at ``cycle``."""
+        self.sched[cycle] += 1
+        self.unit[unit][cycle] += 1
+        if self.sched[cycle] >= self.sigma:
             closed = range(len(UNITS))
         else:
-            closed = [u] if self.unit[u][c] >= self.cap[u] else []
+            closed = [unit] if self.unit[unit][cycle] >= self.cap[unit] else []
         for v in closed:
-            self.nxt[v][c] = c + 1
-            self.prv[v][c + 1] = c
-        self.count[w] += 1
-        self.last[w] = c
+            self.nxt[v][cycle] = cycle + 1
+            self.prv[v][cycle + 1] = cycle
+        self.count[warp] += 1
+        self.last[warp] = cycle

@@ -49,8 +49,8 @@ def _state_specs() -> ChainState:
     )
 
 
-def _shard(fn, mesh: Mesh, in_specs: tuple):
-    return jax.shard_map(fn, mesh=mesh, in_specs=in_specs, out_specs=_state_specs())
+def _shard(function, mesh: Mesh, in_specs: tuple):
+    return jax.shard_map(function, mesh=mesh, in_specs=in_specs, out_specs=_state_specs())
 
 
 @partial(jax.jit, static_argnames=("mesh",))
