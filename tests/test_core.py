@@ -92,14 +92,14 @@ def test_vmap_over_params_equals_separate_calls(regions, prob):
         _check_solution(regions, one)
     # `jaxsched.tune.sweep` is this vmap with a summary: the same solutions, its sums, its best,
     # and the same again for the same key.
-    out = sweep(prob, stack_params(settings), key, config=CONFIG)
+    out = sweep(key, prob, stack_params(settings), config=CONFIG)
     chex.assert_trees_all_equal(out.solutions, jax.device_get(many))
     real = np.asarray(prob.real)
     np.testing.assert_array_equal(out.occupancy, np.asarray(many.occupancy)[:, real].sum(1))
     np.testing.assert_array_equal(out.length, np.asarray(many.length)[:, real].sum(1))
     best = min(range(3), key=lambda k: (-out.occupancy[k], out.length[k]))
     assert out.best == best
-    again = sweep(prob, stack_params(settings), key, config=CONFIG)
+    again = sweep(key, prob, stack_params(settings), config=CONFIG)
     chex.assert_trees_all_equal(again.solutions, out.solutions)
 
 

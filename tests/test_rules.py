@@ -65,7 +65,9 @@ def test_the_fallback_is_the_shortest_candidate_outside_the_headroom(xp):
     params = default_params(headroom_allowance=0.0)
     peak = xp.asarray([[40], [42], [43], [48]], xp.int32)
     length = xp.asarray([200, 110, 105, 100], xp.int32)
-    kw = dict(peak=peak, length=length, within_target=xp.asarray([True] * 4), limit=xp.asarray([48]))
+    kw = dict(
+        peak=peak, length=length, within_target=xp.asarray([True] * 4), limit=xp.asarray([48])
+    )
     assert int(rules.frugal(3, params=params, xp=xp, **kw)) == 1
     assert int(rules.frugal(2, params=params, xp=xp, **kw)) == 1
     assert int(rules.frugal(1, params=params, xp=xp, **kw)) == 1

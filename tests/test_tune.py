@@ -191,13 +191,19 @@ def test_batches_of_a_bucket_share_one_shape():
     joined shape, also when one region needs more successors than the canonical 8."""
     import jax
 
+    from jaxsched.colony.params import ColonyConfig
     from jaxsched.tune import pipeline
-    from jaxsched.tune.model import Ants
 
     insts = [{"text": f"i{k}", "defs": [], "uses": []} for k in range(12)]
     fan = jaxsched.Region.build("fan", insts, {}, [(0, k, 1) for k in range(1, 12)])
     chain = jaxsched.Region.build("chain", insts, {}, [(k, k + 1, 1) for k in range(11)])
-    out = pipeline.batches([chain, fan], MACHINE, default_params(), ants=Ants(1, 16), batch=1)
+    out = pipeline.batches(
+        [chain, fan],
+        MACHINE,
+        default_params(),
+        config=ColonyConfig(wavefronts=1, wavefront_size=16),
+        batch=1,
+    )
     shapes = [jax.tree.map(lambda x: x.shape, b.prob) for b in out]
     assert len(out) == 2 and shapes[0] == shapes[1]
     assert out[0].prob.dev.succ.shape[-1] >= 11

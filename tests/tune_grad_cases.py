@@ -16,7 +16,7 @@ from jaxsched import colony
 from jaxsched.colony.params import ColonyConfig, default_params
 from jaxsched.machines.model import gfx906
 from jaxsched.problem.region import Region
-from jaxsched.tune.model import Ants, log_prob, order_costs, replay, sample, take, tune_problem
+from jaxsched.tune.model import log_prob, order_costs, replay, sample, take, tune_problem
 from jaxsched.tune.train import (
     merged,
     region_surrogate,
@@ -28,9 +28,9 @@ from jaxsched.verify import verify_order
 MACHINE = gfx906()
 F = len(MACHINE.file_names)
 CONFIG = ColonyConfig(wavefronts=2, wavefront_size=16, max_iterations=4)
-ANTS = Ants(2, 32)
+ANTS = ColonyConfig(wavefronts=2, wavefront_size=32)
 #: One wavefront: no ant may take optional stalls, the distribution `log_prob` gives by default.
-ONE_WAVE = Ants(1, 64)
+ONE_WAVE = ColonyConfig(wavefronts=1, wavefront_size=64)
 
 
 def _five(live_through: int = 15) -> Region:
@@ -61,7 +61,7 @@ def _problem(regions, copies: int = 1, params=None):
     regs = [r for r in regions for _ in range(copies)]
     prob = colony.problem(regs, MACHINE, batch=len(regs))
     prob = prob._replace(ids=jnp.arange(len(regs), dtype=jnp.uint32))
-    return tune_problem(prob, params or _params(), jax.random.key(0), CONFIG)
+    return tune_problem(jax.random.key(0), prob, params or _params(), CONFIG)
 
 
 def _all_orders(region: Region, N: int) -> np.ndarray:
@@ -83,7 +83,7 @@ def test_replay_reproduces_the_sampler(timed):
     tp = tp._replace(ctx=tp.ctx._replace(timed=jnp.full(2, timed)))
     params = _params()
     key = jax.random.key(4)
-    s = sample(tp, params, key, ANTS)
+    s = sample(key, tp, params, ANTS)
     n = 5
     for b in range(2):
         for order in np.asarray(s.order[b]):
@@ -98,7 +98,9 @@ def test_replay_reproduces_the_sampler(timed):
     one = take(tp, slice(0, 1))
     p = np.exp(np.asarray(log_prob(one, params, orders)))[0]
     assert p.sum() == pytest.approx(1.0, abs=1e-5)
-    big = sample(one, params, jax.random.key(9), Ants(1, 2048))  # as log_prob: no stall wave
+    big = sample(
+        jax.random.key(9), one, params, ColonyConfig(wavefronts=1, wavefront_size=2048)
+    )  # as log_prob: no stall wave
     index = {tuple(o): k for k, o in enumerate(np.asarray(orders[0]))}
     counts = np.bincount([index[tuple(o)] for o in np.asarray(big.order[0])], minlength=len(p))
     freq = counts / counts.sum()
@@ -124,7 +126,7 @@ def test_reinforce_is_unbiased_on_an_enumerable_region():
     jac = jax.jit(jax.jacrev(lambda t, s: region_surrogate(merged(params, t), tp, s, ONE_WAVE)))
     draws = []
     for k in range(rounds):
-        s = sample(tp, params, jax.random.key(100 + k), ONE_WAVE)
+        s = sample(jax.random.key(100 + k), tp, params, ONE_WAVE)
         assert abs(float(s.cost.mean()) - float(value)) < 0.2
         draws.append(jac(tuned, s))
     # Every region's estimate is independent: a z-test per component on copies * rounds.
@@ -153,7 +155,7 @@ def test_training_lowers_the_exact_expected_cost():
             out += float((jnp.exp(log_prob(one, p, orders)) * order_costs(one, orders)).sum())
         return out
 
-    kw = dict(files=F, steps=12, seed=1, ants=ONE_WAVE, learning_rate=0.1)
+    kw = dict(files=F, steps=12, seed=1, config=ONE_WAVE, learning_rate=0.1)
     trained, log = train([tp], params, **kw)
     assert len(log) == 12 and all(np.isfinite(e.cost) for e in log)
     assert expected(trained) < expected(params) - 0.01

@@ -218,11 +218,7 @@ def _settings(machine, seed: int, overrides: dict, params=None) -> dict:
         "version": __version__,
         "machine": machine.name,
         "seed": seed,
-        "config": {
-            k: v
-            for k, v in dataclasses.asdict(config).items()
-            if k not in ("construction", "ant_axis")
-        },
+        "config": {k: v for k, v in dataclasses.asdict(config).items() if k != "construction"},
         "params": params_dict(params),
         # Batch sizes and devices change where regions run, never their results.
         "options": {

@@ -73,7 +73,6 @@ def run(args: argparse.Namespace) -> int:
     from jaxsched.colony.host import split_overrides
     from jaxsched.colony.params import default_params
     from jaxsched.tune import pipeline
-    from jaxsched.tune.model import Ants
     from jaxsched.tune.train import train
 
     if args.plot is not None:
@@ -83,16 +82,15 @@ def run(args: argparse.Namespace) -> int:
     machine = machine_named(args.machine)
     layout = {"ants": args.ants, "wavefront_size": args.wavefront}
     config, _, _ = split_overrides(layout, None, None, None)
-    ants = Ants(config.wavefronts, config.wavefront_size)
     regions = _training_regions(args, machine)
     valid = load_checked([args.valid], None, machine) if args.valid else []
     default = default_params()
     say = (lambda *a: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
     t0 = time.perf_counter()
     problems = pipeline.batches(
-        regions, machine, default, ants=ants, batch=args.batch, seed=args.seed
+        regions, machine, default, config=config, batch=args.batch, seed=args.seed
     )
-    say(f"jaxsched tune: {len(regions)} regions in {len(problems)} batches, {ants.count} ants")
+    say(f"jaxsched tune: {len(regions)} regions in {len(problems)} batches, {config.ants} ants")
 
     def on_step(e) -> None:
         say(
@@ -102,19 +100,19 @@ def run(args: argparse.Namespace) -> int:
 
     learned, log = train(
         problems, default, files=len(machine.file_names), steps=args.steps, seed=args.seed,
-        ants=ants, learning_rate=args.learning_rate, advantage=args.advantage,
+        config=config, learning_rate=args.learning_rate, advantage=args.advantage,
         on_step=on_step,
     )  # fmt: skip
     doc = {
         "train": str(args.train),
         "valid": args.valid,
-        "settings": _settings(args, ants, len(regions)),
+        "settings": _settings(args, config, len(regions)),
         "steps": [{"loss": e.cost, "grad_norm": e.grad_norm, "seconds": e.seconds} for e in log],
         "train_seconds": time.perf_counter() - t0,
     }
     chosen, doc["kept"] = learned, "learned"
     if valid:
-        overrides = pipeline.ants_overrides(ants)
+        overrides = pipeline.ants_overrides(config)
         if args.iterations is not None:
             overrides["max_iterations"] = args.iterations
         v = pipeline.validate(valid, machine, default, learned, seed=args.seed, **overrides)
@@ -127,10 +125,10 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _settings(args, ants, regions: int) -> dict:
+def _settings(args, config, regions: int) -> dict:
     return {
-        "machine": args.machine, "steps": args.steps, "seed": args.seed, "ants": ants.count,
-        "wavefront": ants.wavefront_size, "batch": args.batch, "max_size": args.max_size,
+        "machine": args.machine, "steps": args.steps, "seed": args.seed, "ants": config.ants,
+        "wavefront": config.wavefront_size, "batch": args.batch, "max_size": args.max_size,
         "learning_rate": args.learning_rate, "advantage": args.advantage,
         "iterations": args.iterations,
         "train_regions": regions,

@@ -1,6 +1,6 @@
 """Splitting one region's ants over devices (inside `jax.shard_map` over a mesh axis).
 
-The construction and the iteration call these two hooks with ``ColonyConfig.ant_axis``:
+The construction and the iteration call these hooks with the ``ant_axis`` of `core.step`:
 
 * `local_ants`: this device's slice of the iteration's per-ant seeds. The seeds of all ants are
   drawn as on one device and sliced, so ant ``a`` builds the same schedule wherever it runs;

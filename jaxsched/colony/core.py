@@ -246,8 +246,12 @@ def step(
     params: ColonyParams,
     *,
     config: ColonyConfig | None = None,
+    ant_axis: str | None = None,
 ) -> ColonyState:
-    """One iteration of every region's current pass (regions that are done stay as they are)."""
+    """One iteration of every region's current pass (regions that are done stay as they are).
+    ``ant_axis``: inside `jax.shard_map`, the mesh axis each region's ants are split over
+    (whole wavefronts per device, `jaxsched.colony.sharding`); None: all ants here. It changes
+    where the ants run, never what they build."""
     config = config or default_config()
     num_steps = jnp.max(problem.prep.n)
     live = jax.vmap(partial(running, config=config))(state.current) & (state.phase < DONE)
@@ -261,6 +265,7 @@ def step(
             num_steps,
             config=config,
             batch_axis="regions",
+            ant_axis=ant_axis,
             active=active,
         )
 
@@ -277,9 +282,11 @@ def run(
     steps: jax.Array,
     *,
     config: ColonyConfig | None = None,
+    ant_axis: str | None = None,
 ) -> ColonyState:
     """Up to ``steps`` (traced) iterations: `step` until every region is done or the count
-    is reached. Running ``a`` then ``b`` steps equals running ``a + b``."""
+    is reached. Running ``a`` then ``b`` steps equals running ``a + b``. ``ant_axis``: as in
+    `step`."""
     config = config or default_config()
 
     def cond(carry):
@@ -288,7 +295,7 @@ def run(
 
     def body(carry):
         s, k = carry
-        return step(s, problem, params, config=config), k + 1
+        return step(s, problem, params, config=config, ant_axis=ant_axis), k + 1
 
     return lax.while_loop(cond, body, (state, jnp.int32(0)))[0]
 

@@ -171,12 +171,14 @@ def iterate(
     *,
     config: ColonyConfig,
     batch_axis: str | None = None,
+    ant_axis: str | None = None,
     active: jax.Array | bool = True,
 ) -> PassState:
     """One iteration of the pass (call it only while `running`). ``num_steps`` (unbatched):
     the batch's largest n; ``batch_axis``: the name of a `vmap` over regions, if any;
-    ``active`` False: the caller discards the result (the fused kernel then skips the region's
-    construction; the result is garbage)."""
+    ``ant_axis``: inside `jax.shard_map`, the mesh axis the region's ants are split over
+    (`antshard`; None: all ants here); ``active`` False: the caller discards the result (the
+    fused kernel then skips the region's construction; the result is garbage)."""
     pp = pass_params(params, pass_state.timed)
     res = dispatch.construct(
         prep,
@@ -190,11 +192,11 @@ def iterate(
         ),
         batch_axis=batch_axis,
         active=active,
-        ant_axis=config.ant_axis,
+        ant_axis=ant_axis,
     )
     costs = ant_costs(res, machine, pass_state.timed, config.wavefront_size)
     fields = (res.order, res.peak, res.stalls)
-    w_cost, (w_order, w_peak, stalls) = ant_winner(costs, fields, config.ant_axis)
+    w_cost, (w_order, w_peak, stalls) = ant_winner(costs, fields, ant_axis)
     improved = w_cost < pass_state.best_cost
     budget = jnp.where(
         improved & (stalls < pass_state.stall_budget),
@@ -204,7 +206,7 @@ def iterate(
     best_cost = jnp.where(improved, w_cost, pass_state.best_cost)
     # Every ant died: steer the next ones further below the RP limit, and do not count the
     # iteration against the pass's patience while that is still possible.
-    alive = ant_total(~res.dead, config.ant_axis)
+    alive = ant_total(~res.dead, ant_axis)
     careful = (alive == 0) & (pass_state.caution < params.caution_max)
     return pass_state._replace(
         tau=_deposit(pass_state, w_order, w_cost, params),

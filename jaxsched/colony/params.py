@@ -41,9 +41,6 @@ class ColonyConfig:
         allow it; native on the CPU when it builds, else lax). Results are identical.
       pheromone_dtype: ``"float32"``, or ``"float16"`` to halve the pheromone table's memory
         ((N + 1)^2 entries per region; the host picks it when a large region does not fit).
-      ant_axis: inside `jax.shard_map`, the mesh axis a region's ants are split over (whole
-        wavefronts per device; `jaxsched.colony.sharding` sets it); None: all ants here. It
-        changes where ants run, never what they build.
     """
 
     wavefronts: int = 16
@@ -53,7 +50,6 @@ class ColonyConfig:
     uniform_exploration_ilp: bool = False
     construction: str = "auto"
     pheromone_dtype: str = "float32"
-    ant_axis: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("wavefronts", "wavefront_size", "max_iterations"):

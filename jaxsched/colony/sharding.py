@@ -8,7 +8,7 @@ holds whole rows): `REGION_AXIS` rows and `ANT_AXIS` columns.
   the row), so nothing crosses devices inside the loop and a row stops when its regions are
   done; `run` ends with one ``pmin`` telling every process whether all rows are done.
 * When a group has fewer regions than a process has devices, the columns split each region's
-  ants (whole wavefronts, `ColonyConfig.ant_axis`, `antshard`): the iteration winner is the only
+  ants (whole wavefronts, `core.step`'s ``ant_axis``, `antshard`): the iteration winner is the only
   collective of an iteration; the pheromone update is then the same on every column.
 
 Results do not depend on the layout: a region's stream is ``fold_in(key, fingerprint)``, its
@@ -146,9 +146,9 @@ def _specs(prob: ColonyProblem) -> ColonyProblem:
     return specs._replace(machine=jax.tree.map(lambda _: P(), prob.machine))
 
 
-def _split_ants(config: ColonyConfig, mesh: Mesh) -> ColonyConfig:
-    split = mesh.shape[ANT_AXIS] > 1
-    return dataclasses.replace(config, ant_axis=ANT_AXIS if split else None)
+def _ant_axis(mesh: Mesh) -> str | None:
+    """The mesh axis a region's ants are split over (None: one column, all ants here)."""
+    return ANT_AXIS if mesh.shape[ANT_AXIS] > 1 else None
 
 
 def _shard(fn, mesh: Mesh, in_specs: tuple, out_specs):
@@ -172,7 +172,6 @@ def _init(prob, params, key_data, *, config: ColonyConfig, mesh: Mesh, impl: str
         )
         return s, _all_done(s)
 
-    config = _split_ants(config, mesh)
     specs = (_specs(prob), P(), P())
     return _shard(fn, mesh, specs, (P(REGION_AXIS), P()))(prob, params, key_data)
 
@@ -183,10 +182,11 @@ def _run(state, prob, params, steps, *, config: ColonyConfig, mesh: Mesh):
     done)."""
 
     def fn(local_state, local_problem, par, max_steps):
-        local_state = run(local_state, local_problem, par, max_steps, config=config)
+        local_state = run(
+            local_state, local_problem, par, max_steps, config=config, ant_axis=_ant_axis(mesh)
+        )
         return local_state, _all_done(local_state)
 
-    config = _split_ants(config, mesh)
     specs = (P(REGION_AXIS), _specs(prob), P(), P())
     return _shard(fn, mesh, specs, (P(REGION_AXIS), P()))(state, prob, params, steps)
 

@@ -19,7 +19,6 @@ length, and lies in ``[rp_cost, rp_cost + 1)``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import partial
 from typing import NamedTuple
 
@@ -35,18 +34,10 @@ from jaxsched.colony.problem import ColonyProblem
 from jaxsched.heuristics.list_scheduler import order_peak_rp, stall_schedule
 from jaxsched.machines.model import rp_cost_jax
 
-
-@dataclass(frozen=True)
-class Ants:
-    """How many ants sample a region (static): ``wavefronts * wavefront_size``; the stall
-    wavefronts are the first ``round(stall_fraction * wavefronts)`` as in the colony."""
-
-    wavefronts: int = 2
-    wavefront_size: int = 16
-
-    @property
-    def count(self) -> int:
-        return self.wavefronts * self.wavefront_size
+#: The ants that sample a region in training unless told otherwise: 2 wavefronts of 16. Only
+#: a `ColonyConfig`'s ``wavefronts`` and ``wavefront_size`` matter here (the stall wavefronts
+#: are the first ``round(stall_fraction * wavefronts)``, as in the colony).
+TUNE_CONFIG = ColonyConfig(wavefronts=2, wavefront_size=16)
 
 
 class TuneProblem(NamedTuple):
@@ -64,7 +55,7 @@ class Samples(NamedTuple):
 
 @partial(jax.jit, static_argnames="config")
 def tune_problem(
-    prob: ColonyProblem, params: ColonyParams, key: jax.Array, config: ColonyConfig
+    key: jax.Array, prob: ColonyProblem, params: ColonyParams, config: ColonyConfig
 ) -> TuneProblem:
     """The tuning context of ``prob``'s regions: `core.init` with ``params`` (constant
     afterwards: the pheromone does not follow later parameter changes)."""
@@ -98,12 +89,12 @@ def _inputs(problem: TuneProblem, params: ColonyParams):
     return jax.vmap(one)(problem.prob.prep, lax.stop_gradient(problem.ctx))
 
 
-def _seeds(key: jax.Array, params: ColonyParams, ants: Ants) -> draws.AntSeeds:
+def _seeds(key: jax.Array, params: ColonyParams, config: ColonyConfig) -> draws.AntSeeds:
     return draws.make_seeds(
         key,
         params,
-        wavefronts=ants.wavefronts,
-        wavefront_size=ants.wavefront_size,
+        wavefronts=config.wavefronts,
+        wavefront_size=config.wavefront_size,
         uniform_exploration=False,
     )
 
@@ -113,16 +104,19 @@ def region_keys(problem: TuneProblem, key: jax.Array) -> jax.Array:
     return jax.vmap(lambda i: jax.random.fold_in(key, i))(problem.prob.ids)
 
 
-@partial(jax.jit, static_argnames="ants")
-def sample(problem: TuneProblem, params: ColonyParams, key: jax.Array, ants: Ants) -> Samples:
-    """Every region's ants construct one order each (the colony's `construct_ants`)."""
+@partial(jax.jit, static_argnames="config")
+def sample(
+    key: jax.Array, problem: TuneProblem, params: ColonyParams, config: ColonyConfig = TUNE_CONFIG
+) -> Samples:
+    """Every region's ants construct one order each (the colony's `construct_ants`; the ants
+    of ``config``'s wavefronts)."""
     pp, inp = _inputs(problem, params)
     N = problem.prob.prep.succ.shape[1] - 1
 
     def one(prep, inp_b, pp_b, k):
         res = construct.construct_ants(
             prep, inp_b, pp_b, k, jnp.int32(N),
-            wavefronts=ants.wavefronts, wavefront_size=ants.wavefront_size,
+            wavefronts=config.wavefronts, wavefront_size=config.wavefront_size,
             uniform_exploration=False,
         )  # fmt: skip
         return res.order
@@ -179,24 +173,24 @@ def _replay_region(prep, inp, pp, orders, seeds: draws.AntSeeds):
     return lp.T, agree.T
 
 
-@partial(jax.jit, static_argnames="ants")
+@partial(jax.jit, static_argnames="config")
 def replay(
     problem: TuneProblem,
     params: ColonyParams,
     orders: jax.Array,
     key: jax.Array | None = None,
-    ants: Ants | None = None,
+    config: ColonyConfig | None = None,
 ) -> Replay:
     """Replay ``orders`` (int32[B, A, N], complete topological orders) with the ants' scoring:
     each step's log-probability, and whether the sampler with ``key`` (default key 0) would
-    have picked the same slot. ``ants``: the wavefront layout (default: one wavefront of A)."""
+    have picked the same slot. ``config``: the wavefront layout (default: one wavefront of A)."""
     A = orders.shape[1]
-    ants = ants or Ants(1, A)
+    config = config or ColonyConfig(wavefronts=1, wavefront_size=A)
     pp, inp = _inputs(problem, params)
     key = jax.random.key(0) if key is None else key
 
     def one(prep, inp_b, pp_b, k, orders_b):
-        seeds = _seeds(k, lax.stop_gradient(params), ants)
+        seeds = _seeds(k, lax.stop_gradient(params), config)
         return _replay_region(prep, inp_b, pp_b, orders_b, seeds)
 
     lp, agree = jax.vmap(one)(problem.prob.prep, inp, pp, region_keys(problem, key), orders)
@@ -204,12 +198,15 @@ def replay(
 
 
 def log_prob(
-    problem: TuneProblem, params: ColonyParams, orders: jax.Array, ants: Ants | None = None
+    problem: TuneProblem,
+    params: ColonyParams,
+    orders: jax.Array,
+    config: ColonyConfig | None = None,
 ) -> jax.Array:
     """f32[B, A]: the log-probability of each order (int32[B, A, N]) under ``params``,
-    differentiable in the float parameters (`replay`). ``ants``: the wavefront layout of the
+    differentiable in the float parameters (`replay`). ``config``: the wavefront layout of the
     orders (it decides which ants may stall), default one wavefront."""
-    return replay(problem, params, orders, ants=ants).log_prob.sum(axis=-1)
+    return replay(problem, params, orders, config=config).log_prob.sum(axis=-1)
 
 
 def take(problem: TuneProblem, idx) -> TuneProblem:

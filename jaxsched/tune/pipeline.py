@@ -16,7 +16,7 @@ from jaxsched.colony.problem import canonical_shape, problem
 from jaxsched.machines.model import Machine
 from jaxsched.problem.padded import PaddedShape, padded_shape
 from jaxsched.problem.region import Region
-from jaxsched.tune.model import Ants, TuneProblem, sample, tune_problem
+from jaxsched.tune.model import TuneProblem, sample, tune_problem
 
 
 def batches(
@@ -24,7 +24,7 @@ def batches(
     machine: Machine,
     params: ColonyParams,
     *,
-    ants: Ants,
+    config: ColonyConfig,
     batch: int = 8,
     seed: int = 0,
 ) -> list[TuneProblem]:
@@ -40,14 +40,13 @@ def batches(
         s = canonical_shape(padded_shape(r, machine))
         groups.setdefault(s.n, []).append(r)
         shapes[s.n] = shapes[s.n].join(s) if s.n in shapes else s
-    config = ColonyConfig(wavefronts=ants.wavefronts, wavefront_size=ants.wavefront_size)
     key = jax.random.key(seed)
     out = []
     for n, group in sorted(groups.items()):
         size = min(batch, len(group))
         for k in range(0, len(group), size):
             prob = problem(group[k : k + size], machine, shape=shapes[n], batch=size)
-            out.append(tune_problem(prob, params, key, config))
+            out.append(tune_problem(key, prob, params, config))
     return [out[i] for i in np.random.default_rng(seed).permutation(len(out))]
 
 
@@ -115,13 +114,14 @@ def validate(
     )
 
 
-def ants_overrides(ants: Ants) -> dict:
-    """`schedule` keyword overrides running ``ants`` (the same wavefront layout)."""
-    return {"ants": ants.count, "wavefront_size": ants.wavefront_size}
+def ants_overrides(config: ColonyConfig) -> dict:
+    """`schedule` keyword overrides running the ants of ``config`` (the same wavefront
+    layout)."""
+    return {"ants": config.ants, "wavefront_size": config.wavefront_size}
 
 
 def ant_costs(
-    problems: Sequence[TuneProblem], params: ColonyParams, *, ants: Ants, seed: int = 0
+    problems: Sequence[TuneProblem], params: ColonyParams, *, config: ColonyConfig, seed: int = 0
 ) -> np.ndarray:
     """f64[regions]: each real region's mean sampled ant cost (`model.order_costs`) under
     ``params``, in the order of ``problems``: what training lowers, measured on other regions
@@ -130,6 +130,6 @@ def ant_costs(
     key = jax.random.key(seed)
     out = []
     for prob in problems:
-        cost = np.asarray(sample(prob, params, key, ants).cost, np.float64)
+        cost = np.asarray(sample(key, prob, params, config).cost, np.float64)
         out.append(cost.mean(axis=1)[np.asarray(prob.prob.real)])
     return np.concatenate(out) if out else np.zeros(0)

@@ -29,7 +29,7 @@ from jaxsched.colony.params import (
     ColonyParams,
 )
 from jaxsched.colony.problem import ColonyProblem
-from jaxsched.tune.model import Ants, Samples, TuneProblem, log_prob, sample
+from jaxsched.tune.model import TUNE_CONFIG, Samples, TuneProblem, log_prob, sample
 
 #: The parameters training moves: the guiding heuristic's weights.
 TUNED = HEURISTIC_WEIGHTS
@@ -80,13 +80,13 @@ def region_surrogate(
     params: ColonyParams,
     problem: TuneProblem,
     samples: Samples,
-    ants: Ants,
+    config: ColonyConfig,
     advantage: str = "loo",
 ) -> jax.Array:
     """f32[B]: per region, a function of ``params`` whose value is the mean cost of the
     region's samples and whose gradient is the REINFORCE estimate of the gradient of its
     expected cost (regions are independent estimates; ``advantage``: see `advantages`)."""
-    lp = log_prob(problem, params, samples.order, ants)
+    lp = log_prob(problem, params, samples.order, config)
     adv = lax.stop_gradient(advantages(samples.cost, advantage))
     score = (adv * lp).mean(axis=1)
     return samples.cost.mean(axis=1) + score - lax.stop_gradient(score)
@@ -96,12 +96,12 @@ def surrogate(
     params: ColonyParams,
     problem: TuneProblem,
     samples: Samples,
-    ants: Ants,
+    config: ColonyConfig,
     advantage: str = "loo",
 ) -> jax.Array:
     """f32[]: the mean over the real regions (``prob.real``) of `region_surrogate`."""
     real = problem.prob.real.astype(jnp.float32)
-    per_region = region_surrogate(params, problem, samples, ants, advantage)
+    per_region = region_surrogate(params, problem, samples, config, advantage)
     return (per_region * real).sum() / jnp.maximum(real.sum(), 1.0)
 
 
@@ -109,13 +109,13 @@ def expected_cost(
     params: ColonyParams,
     problem: TuneProblem,
     key: jax.Array,
-    ants: Ants,
+    config: ColonyConfig,
     advantage: str = "loo",
 ) -> jax.Array:
     """f32[]: a sampled estimate of the mean expected cost, `jax.grad`- and
     `jax.value_and_grad`-able: its gradient is the REINFORCE estimate (`surrogate`)."""
-    samples = sample(problem, lax.stop_gradient(params), key, ants)
-    return surrogate(params, problem, samples, ants, advantage)
+    samples = sample(key, problem, lax.stop_gradient(params), config)
+    return surrogate(params, problem, samples, config, advantage)
 
 
 def trainable(params: ColonyParams, files: int) -> dict:
@@ -150,10 +150,10 @@ def optimizer(steps: int, learning_rate: float = 0.05, clip: float = 1.0):
     return optax.chain(optax.clip_by_global_norm(clip), optax.adam(schedule))
 
 
-@partial(jax.jit, static_argnames=("ants", "opt", "advantage"))
-def _update(tuned, opt_state, base, problem, key, *, ants: Ants, opt, advantage: str):
+@partial(jax.jit, static_argnames=("config", "opt", "advantage"))
+def _update(tuned, opt_state, base, problem, key, *, config: ColonyConfig, opt, advantage: str):
     def loss(t):
-        return expected_cost(merged(base, t), problem, key, ants, advantage)
+        return expected_cost(merged(base, t), problem, key, config, advantage)
 
     value, grad = jax.value_and_grad(loss)(tuned)
     updates, opt_state = opt.update(grad, opt_state, tuned)
@@ -167,7 +167,7 @@ def train(
     files: int,
     steps: int,
     seed: int = 0,
-    ants: Ants | None = None,
+    config: ColonyConfig = TUNE_CONFIG,
     learning_rate: float = 0.05,
     advantage: str = "standardized",
     on_step: Callable[[TrainLog], None] | None = None,
@@ -178,7 +178,6 @@ def train(
     advantages(jnp.zeros((1, 2)), advantage)  # refuse an unknown name before compiling
     import time
 
-    ants = ants or Ants()
     opt = optimizer(steps, learning_rate)
     tuned = trainable(params, files)
     state = opt.init(tuned)
@@ -189,7 +188,7 @@ def train(
         prob = problems[s % len(problems)]
         tuned, state, value, norm = _update(
             tuned, state, params, prob, jax.random.fold_in(key, s),
-            ants=ants, opt=opt, advantage=advantage,
+            config=config, opt=opt, advantage=advantage,
         )  # fmt: skip
         entry = TrainLog(
             step=s, cost=float(value), grad_norm=float(norm), seconds=time.perf_counter() - t0
@@ -213,7 +212,7 @@ def _solve_settings(problem, stacked, key, config):
 
 
 def sweep(
-    problem: ColonyProblem, settings: ColonyParams, key: jax.Array, *, config: ColonyConfig
+    key: jax.Array, problem: ColonyProblem, settings: ColonyParams, *, config: ColonyConfig
 ) -> Sweep:
     """The colony under k parameter settings in one call (``settings``: a `ColonyParams`
     whose fields have a leading axis k, e.g. `stack_params`): `vmap` over the params pytree.
