@@ -80,7 +80,8 @@ def _all_orders(region: Region, N: int) -> np.ndarray:
 @pytest.mark.parametrize("timed", [False, True])
 def test_replay_reproduces_the_sampler(timed):
     tp = _problem([_five()], copies=2)
-    tp = tp._replace(ctx=tp.ctx._replace(timed=jnp.full(2, timed)))
+    constants = tp.ctx.constants._replace(timed=jnp.full(2, timed))
+    tp = tp._replace(ctx=tp.ctx._replace(constants=constants))
     params = _params()
     key = jax.random.key(4)
     s = sample(key, tp, params, ANTS)

@@ -23,8 +23,8 @@ from jaxsched.colony.prepared import BIG, Prepared, static_key
 from jaxsched.machines.model import RP_UNLIMITED, MachineArrays, rp_cost_jax, rp_limits
 
 
-class PassState(NamedTuple):
-    """The current pass of one region: its constants, pheromone, global best and history."""
+class PassConstants(NamedTuple):
+    """What a pass fixes when it starts; its iterations never change it."""
 
     timed: jax.Array  # bool[]: ILP pass (True) or RP pass (False)
     skip: jax.Array  # bool[]: the pass does not run (its start is final)
@@ -33,6 +33,13 @@ class PassState(NamedTuple):
     rp_target: jax.Array  # int32[]: RP cost an ant must not exceed (ILP pass)
     patience: jax.Array  # int32[]: iterations without improvement before the pass ends
     key: jax.Array  # key[]: the pass's key; iteration i uses fold_in(key, i)
+
+
+class PassState(NamedTuple):
+    """The current pass of one region: its constants, then what its iterations evolve
+    (pheromone, global best, counters, history)."""
+
+    constants: PassConstants
     tau: jax.Array  # f32|f16[N + 1, N + 1]: pheromone, row N = start, column N = dummy
     #                   (dtype: the config's pheromone_dtype)
     best_order: jax.Array  # int32[N]: global best order, sentinel N after n
@@ -76,13 +83,15 @@ def start_pass(
     tau = jnp.clip(tau.at[prev, order].add(params.start_deposit), params.tau_min, params.tau_max)
     hist = jnp.full(config.max_iterations, -1, jnp.int32)
     return PassState(
-        timed=jnp.asarray(timed, bool),
-        skip=jnp.asarray(skip, bool),
-        heuristic=heur,
-        lower_bound=jnp.asarray(lower_bound, jnp.int32),
-        rp_target=jnp.asarray(rp_target, jnp.int32),
-        patience=jnp.asarray(patience, jnp.int32),
-        key=key,
+        constants=PassConstants(
+            timed=jnp.asarray(timed, bool),
+            skip=jnp.asarray(skip, bool),
+            heuristic=heur,
+            lower_bound=jnp.asarray(lower_bound, jnp.int32),
+            rp_target=jnp.asarray(rp_target, jnp.int32),
+            patience=jnp.asarray(patience, jnp.int32),
+            key=key,
+        ),
         tau=tau.astype(config.pheromone_dtype),
         best_order=order,
         best_cost=jnp.asarray(cost, jnp.int32),
@@ -101,10 +110,10 @@ def start_pass(
 def running(pass_state: PassState, config: ColonyConfig) -> jax.Array:
     """bool[]: the pass goes on (not skipped, above its bound, patient, under the cap)."""
     return (
-        ~pass_state.skip
+        ~pass_state.constants.skip
         & (pass_state.iteration < config.max_iterations)
-        & (pass_state.best_cost > pass_state.lower_bound)
-        & (pass_state.no_improve < pass_state.patience)
+        & (pass_state.best_cost > pass_state.constants.lower_bound)
+        & (pass_state.no_improve < pass_state.constants.patience)
     )
 
 
@@ -133,7 +142,9 @@ def step_inputs(
     target; in the RP pass the best RP cost so far) and the soft limit below it, G, the
     heuristic key. ``params``: pass parameters (`params.pass_params`)."""
     n = jnp.maximum(prep.n, 1).astype(jnp.float32)
-    cost_target = jnp.where(pass_state.timed, pass_state.rp_target, pass_state.best_cost)
+    cost_target = jnp.where(
+        pass_state.constants.timed, pass_state.constants.rp_target, pass_state.best_cost
+    )
     limit = rp_limits(machine.lut, machine.target_occupancy, cost_target)
     margin = jnp.floor(params.caution_step * pass_state.caution * limit).astype(jnp.int32)
     return StepInputs(
@@ -142,8 +153,8 @@ def step_inputs(
         rp_limit=limit,
         soft_limit=jnp.where(limit >= RP_UNLIMITED, limit, limit - margin),
         stall_budget=pass_state.stall_budget,
-        timed=pass_state.timed,
-        key=static_key(prep, params, pass_state.timed),
+        timed=pass_state.constants.timed,
+        key=static_key(prep, params, pass_state.constants.timed),
         issue_width=machine.issue_width,
     )
 
@@ -152,7 +163,7 @@ def _deposit(pass_state: PassState, order: jax.Array, cost: jax.Array, params: C
     """[N + 1, N + 1] (the table's dtype): evaporate, deposit on the winner's links (none
     when no ant was valid), clamp to [tau_min, tau_max]."""
     N = order.shape[0]
-    heur = pass_state.heuristic
+    heur = pass_state.constants.heuristic
     found = cost < BIG
     ratio = jnp.where(heur > 0, cost / (params.deposit_ref * jnp.maximum(heur, 1e-6)), 0.0)
     amount = (1.0 - jnp.minimum(1.0, ratio)) * params.deposit_scale + params.deposit_base
@@ -179,22 +190,24 @@ def iterate(
     ``ant_axis``: inside `jax.shard_map`, the mesh axis the region's ants are split over
     (`antshard`; None: all ants here); ``active`` False: the caller discards the result (the
     fused kernel then skips the region's construction; the result is garbage)."""
-    pp = pass_params(params, pass_state.timed)
+    pp = pass_params(params, pass_state.constants.timed)
     res = dispatch.construct(
         prep,
         step_inputs(pass_state, prep, machine, pp),
         pp,
-        jax.random.fold_in(pass_state.key, pass_state.iteration),
+        jax.random.fold_in(pass_state.constants.key, pass_state.iteration),
         num_steps,
         config=config,
         uniform_exploration=jnp.where(
-            pass_state.timed, config.uniform_exploration_ilp, config.uniform_exploration_rp
+            pass_state.constants.timed,
+            config.uniform_exploration_ilp,
+            config.uniform_exploration_rp,
         ),
         batch_axis=batch_axis,
         active=active,
         ant_axis=ant_axis,
     )
-    costs = ant_costs(res, machine, pass_state.timed, config.wavefront_size)
+    costs = ant_costs(res, machine, pass_state.constants.timed, config.wavefront_size)
     fields = (res.order, res.peak, res.stalls)
     w_cost, (w_order, w_peak, stalls) = ant_winner(costs, fields, ant_axis)
     improved = w_cost < pass_state.best_cost

@@ -83,7 +83,7 @@ def _inputs(problem: TuneProblem, params: ColonyParams):
     """Per-region pass parameters and `StepInputs` (differentiable in ``params``)."""
 
     def one(prep, ctx):
-        pp = pass_params(params, ctx.timed)
+        pp = pass_params(params, ctx.constants.timed)
         return pp, step_inputs(ctx, prep, problem.prob.machine, pp)
 
     return jax.vmap(one)(problem.prob.prep, lax.stop_gradient(problem.ctx))
