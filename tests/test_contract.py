@@ -131,3 +131,23 @@ def test_no_retracing_for_new_params_or_step_counts(core):
     run = jax.jit(chex.assert_max_traces(core.run, n=1))
     for p, k in zip(core.params, (2, 3), strict=True):
         run(key, s0, p, jnp.int32(k))
+
+
+def test_the_entry_points_refuse_arrays_of_inconsistent_shapes():
+    """`chex` shape checks at the cores' entry points: a clear error when traced, not an
+    index out of range inside a step."""
+    rng = np.random.default_rng(0)
+    regs = [r for r in generate_regions(5, 12, 9, 16) if 9 <= len(r) <= 16][:2]
+    machine = generic(registers_per_file=32, max_occupancy=8)
+    prob = colony.problem([shuffled(r, rng) for r in regs], machine, starts=("input",))
+    params, key = colony.default_params(), jax.random.key(0)
+    jax.eval_shape(lambda: colony.init(key, prob, params))  # consistent: no error
+    cut = prob._replace(start_order=prob.start_order[..., :-1])
+    with pytest.raises(AssertionError, match="shape"):
+        jax.eval_shape(lambda: colony.init(key, cut, params))
+    norm = ms.normalize("LCCSLD", ms.SM(schedulers=4, capacity={"L": 1, "C": 4, "S": 1, "D": 1}))
+    tab = ms.tables(norm, 4)
+    with pytest.raises(AssertionError, match="rank"):
+        ms.init(tab, jnp.zeros(24, jnp.int32))
+    with pytest.raises(AssertionError, match="type"):
+        ms.init(tab, jnp.zeros((24, 8), jnp.float32))

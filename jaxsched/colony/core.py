@@ -22,6 +22,7 @@ from __future__ import annotations
 from functools import partial
 from typing import NamedTuple
 
+import chex
 import jax
 import jax.numpy as jnp
 from jax import lax
@@ -113,7 +114,23 @@ def _per_region(fn, problem: ColonyProblem, *args):
     return jax.vmap(fn, in_axes=(_problem_axes(problem), *[0] * len(args)))(problem, *args)
 
 
-def _select(mask: jax.Array, new, old):
+def check_problem(problem: ColonyProblem) -> None:
+    """The fields of ``problem`` agree on the batch ``B``, the instruction bucket ``N``, the
+    start count ``S`` and the file count ``F`` (checked when traced: a clear error at the
+    entry point instead of a gather out of range deep in a step)."""
+    batch, n_instr = problem.dev.valid.shape
+    starts, files = problem.start_peak.shape[1:]
+    chex.assert_shape(problem.prep.succ, (batch, n_instr + 1, None))
+    chex.assert_shape(problem.prep.live_through, (batch, files))
+    chex.assert_shape(problem.start_order, (batch, starts, n_instr))
+    chex.assert_shape([problem.start_length, problem.start_allowed], (batch, starts))
+    chex.assert_shape(
+        [problem.ids, problem.real, problem.rp_lower_bound, problem.length_lower_bound],
+        (batch,),
+    )
+
+
+def select_rows(mask: jax.Array, new, old):
     """``new`` where ``mask`` (bool[B]) else ``old``, for pytrees with a leading axis B."""
 
     def sel(new_leaf, old_leaf):
@@ -217,7 +234,7 @@ def _advance(
 
     def move(states: ColonyState) -> ColonyState:
         ilp = _per_region(partial(_start_ilp, params=params, config=config), problem, states)
-        states = _select(ended & (states.phase == RP_PASS), ilp, states)
+        states = select_rows(ended & (states.phase == RP_PASS), ilp, states)
         live = jax.vmap(partial(running, config=config))(states.current)
         return states._replace(
             phase=jnp.where(states.phase < DONE, jnp.where(live, states.phase, DONE), DONE)
@@ -234,6 +251,7 @@ def init(
     config: ColonyConfig | None = None,
 ) -> ColonyState:
     """The colony state of every region of ``problem`` before its first iteration."""
+    check_problem(problem)
     config = config or default_config()
     keys = jax.vmap(lambda region_id: jax.random.fold_in(key, region_id))(problem.ids)
     state = _per_region(partial(_init_region, params=params, config=config), problem, keys)
@@ -252,6 +270,7 @@ def step(
     ``ant_axis``: inside `jax.shard_map`, the mesh axis each region's ants are split over
     (whole wavefronts per device, `jaxsched.colony.sharding`); None: all ants here. It changes
     where the ants run, never what they build."""
+    check_problem(problem)
     config = config or default_config()
     num_steps = jnp.max(problem.prep.n)
     live = jax.vmap(partial(running, config=config))(state.current) & (state.phase < DONE)
@@ -271,7 +290,7 @@ def step(
 
     axes = (_problem_axes(problem), 0, 0)
     new = jax.vmap(one, in_axes=axes, axis_name="regions")(problem, state.current, live)
-    state = state._replace(current=_select(live, new, state.current))
+    state = state._replace(current=select_rows(live, new, state.current))
     return _advance(state, problem, params, config)
 
 
@@ -401,6 +420,7 @@ def region_solution(
 
 def solution(state: ColonyState, problem: ColonyProblem, params: ColonyParams) -> Solution:
     """Each region's result (call when every region is done; see `solve`)."""
+    check_problem(problem)
     return _per_region(partial(_solution_region, params=params), problem, state)
 
 

@@ -31,7 +31,7 @@ import numpy as np
 from jax import lax
 
 from jaxsched.colony import rules
-from jaxsched.colony.core import PassSummary, Schedule, Solution, region_solution
+from jaxsched.colony.core import PassSummary, Schedule, Solution, region_solution, select_rows
 from jaxsched.colony.iteration import PassState, iterate, running, start_pass
 from jaxsched.colony.memory import choose_batch
 from jaxsched.colony.params import ColonyConfig, ColonyParams
@@ -79,7 +79,7 @@ def advance(
 
     def refill(passes: PassState) -> PassState:
         new = jax.vmap(start)(fill.start, fill.ids, fill.pass_no)
-        return _select(fill.fill, new, passes)
+        return select_rows(fill.fill, new, passes)
 
     passes = lax.cond(fill.fill.any(), refill, lambda unchanged: unchanged, passes)
     live_at_start = _running(passes, config)
@@ -101,7 +101,7 @@ def advance(
             )  # fmt: skip
 
         new = jax.vmap(one, axis_name="regions")(prep, ps, live)
-        return _select(live, new, ps), k + 1
+        return select_rows(live, new, ps), k + 1
 
     passes, _ = lax.while_loop(cond, body, (passes, jnp.int32(0)))
     return passes, _running(passes, config)
@@ -109,13 +109,6 @@ def advance(
 
 def _running(passes: PassState, config: ColonyConfig) -> jax.Array:
     return jax.vmap(partial(running, config=config))(passes)
-
-
-def _select(mask: jax.Array, new, old):
-    def sel(new_leaf, old_leaf):
-        return jnp.where(mask.reshape(mask.shape + (1,) * (new_leaf.ndim - 1)), new_leaf, old_leaf)
-
-    return jax.tree.map(sel, new, old)
 
 
 _advance_jit = jax.jit(advance, static_argnames=("config",), donate_argnames=("passes",))

@@ -38,6 +38,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -149,6 +150,8 @@ def init(tab: Tables, strings: jax.Array) -> ChainState:
 
     Pure and jit-able; shapes (``n``, ``B``, ``I``) are the only static configuration.
     """
+    chex.assert_rank(strings, 2)
+    chex.assert_type(strings, int)
     cur = decode_batch(tab, strings, warps_of(tab, strings))
     return ChainState(
         current=cur,
@@ -282,6 +285,8 @@ def step(
     """
     n, chains = state.best_string.shape
     cur = state.current
+    chex.assert_shape([cur.string, cur.cycle, cur.unit], (n, chains))
+    chex.assert_shape([cur.makespan, state.best_makespan], (chains,))
     d = draw(key, state.iteration, n, chains, params, chain_axis)
     cand = redecode(
         tab, cur, _propose(cur.string, d.p, d.q, d.move), d.p, warps_of(tab, cur.string)
