@@ -340,6 +340,40 @@ def _advance_clock(
     return now, used, cand & (s.earliest[:N] <= now)
 
 
+def _initial_state(dev: DeviceRegion, t: _Tables) -> _State:
+    """Nothing scheduled: the roots free, live-in registers live, cycle 0."""
+    N = dev.valid.shape[0]
+    return _State(
+        regs=_init_regs(dev, t),
+        scheduled=jnp.zeros(N + 1, bool),
+        preds_left=_append(dev.num_preds, 0).astype(jnp.int32),
+        earliest=jnp.zeros(N + 1, jnp.int32),
+        order=jnp.full(N, N, jnp.int32),
+        cycles=jnp.zeros(N + 1, jnp.int32),
+        cycle=jnp.int32(0),
+        used=jnp.int32(0),
+    )
+
+
+def _issue(
+    t: _Tables, s: _State, chosen: jax.Array, step: jax.Array, now: jax.Array, used: jax.Array
+) -> _State:
+    """Issue ``chosen`` (int32[]; N: nothing) at position ``step`` and cycle ``now`` (``used``
+    instructions already issued in it): its registers, its successors' counts and earliest
+    cycles, the order."""
+    succ = t.succ[chosen]
+    return _State(
+        regs=_issue_regs(t, s.regs, chosen),
+        scheduled=s.scheduled.at[chosen].set(True),
+        preds_left=s.preds_left.at[succ].add(-1),
+        earliest=s.earliest.at[succ].max(now + t.succ_lat[chosen]),
+        order=s.order.at[step].set(chosen),
+        cycles=s.cycles.at[chosen].set(now),
+        cycle=jnp.asarray(now, jnp.int32),
+        used=used + 1,
+    )
+
+
 def list_schedule(
     dev: DeviceRegion,
     lut: jax.Array,
@@ -394,30 +428,10 @@ def list_schedule(
             now, used, ready = k, s.used, cand
         table = _key_table(dev, t, s.regs, latencies, rank)
         keys = [table[codes[p]] for p in range(codes.shape[0])]
-        j = jnp.where(active, _select(ready, keys), N)
-        succ = t.succ[j]
-        return _State(
-            regs=_issue_regs(t, s.regs, j),
-            scheduled=s.scheduled.at[j].set(True),
-            preds_left=s.preds_left.at[succ].add(-1),
-            earliest=s.earliest.at[succ].max(now + t.succ_lat[j]),
-            order=s.order.at[k].set(j),
-            cycles=s.cycles.at[j].set(now),
-            cycle=jnp.asarray(now, jnp.int32),
-            used=used + 1,
-        )
+        chosen = jnp.where(active, _select(ready, keys), N)
+        return _issue(t, s, chosen, k, now, used)
 
-    init = _State(
-        regs=_init_regs(dev, t),
-        scheduled=jnp.zeros(N + 1, bool),
-        preds_left=_append(dev.num_preds, 0).astype(jnp.int32),
-        earliest=jnp.zeros(N + 1, jnp.int32),
-        order=jnp.full(N, N, jnp.int32),
-        cycles=jnp.zeros(N + 1, jnp.int32),
-        cycle=jnp.int32(0),
-        used=jnp.int32(0),
-    )
-    s = lax.fori_loop(0, N, step, init)
+    s = lax.fori_loop(0, N, step, _initial_state(dev, t))
     cycles = jnp.where(t.valid[:N], s.cycles[:N], 0)
     length = jnp.max(cycles) + 1 if latencies else n
     return _finish(s.order, cycles, length, s.regs.peak, lut, target)
