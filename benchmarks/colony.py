@@ -29,7 +29,6 @@ import collections
 import gzip
 import json
 import math
-import platform
 import re
 import resource
 import statistics
@@ -51,7 +50,6 @@ from colony_baseline import CBaseline, build  # noqa: E402
 
 from jaxsched.colony import antstate, construct, draws, native, prepared  # noqa: E402
 from jaxsched.colony.params import ColonyParams, default_params  # noqa: E402
-from jaxsched.compilation import COMPILED  # noqa: E402
 from jaxsched.heuristics import issue_cycles  # noqa: E402
 from jaxsched.machines.model import Machine, gfx906, rp_limits  # noqa: E402
 from jaxsched.problem.generate import generate_region, generate_regions  # noqa: E402
@@ -220,9 +218,8 @@ def compile_construct(
     def args(timed: bool):
         return (inst.prep, inst.for_pass(timed), params, key, steps, jnp.bool_(not timed))
 
-    t0 = time.perf_counter()
-    compiled = fn.lower(*args(False)).compile()
-    return compiled, args, time.perf_counter() - t0
+    seconds, compiled = harness.compile_time(fn, *args(False))
+    return compiled, args, seconds
 
 
 def throughput_cells(
@@ -400,15 +397,10 @@ def corpus(
     kw = dict(ants=ants, wavefront_size=min(WAVEFRONT, ants))
 
     def run(batch: list[Region]) -> tuple[list, float, int, float]:
-        c0, s0 = COMPILED.compilations, COMPILED.compile_seconds
-        t0 = time.perf_counter()
-        res = schedule(batch, machine, seed=seed, **kw)
-        return (
-            res,
-            time.perf_counter() - t0,
-            COMPILED.compilations - c0,
-            COMPILED.compile_seconds - s0,
+        wall, compile_s, compilations, res = harness.compiles_during(
+            lambda: schedule(batch, machine, seed=seed, **kw)
         )
+        return res, wall, compilations, compile_s
 
     batched, b_s, b_comp, b_comp_s = run(regions)
     single, s_s, s_comp, s_comp_s = [], 0.0, 0, 0.0
@@ -492,8 +484,9 @@ def markdown(data: dict) -> str:
     lines = [
         "# Colony construction: jaxsched (lax, native) vs a sequential C baseline",
         "",
-        f"Machine model {m['machine']}; JAX {m['jax']} on {m['backend']} ({m['cpu']}, "
-        f"{m['cores']} cores, shared with other jobs: medians of {m['repeats']} runs); C: "
+        harness.environment_markdown(m),
+        "",
+        f"Machine model {m['machine']}; medians of {m['repeats']} runs (shared machine); C: "
         f"`{m['cflags']}` (built in {m['c_build_s']:.2f} s), one core, one ant after another. "
         "Both solve the identical instance (same `Prepared` arrays, pheromone table, per-ant "
         "seeds); an ant-step = one instruction scheduled by one ant. `lax` = "
@@ -767,21 +760,17 @@ def main(argv: list[str] | None = None) -> int:
             )
 
     data = {
-        "meta": {
-            "machine": machine.name,
-            "jax": jax.__version__,
-            "backend": jax.default_backend(),
-            "cpu": platform.processor() or platform.machine(),
-            "cores": __import__("os").cpu_count(),
-            "repeats": a.repeats,
-            "cflags": "cc " + " ".join(("-O2", "-march=native", "-shared", "-fPIC")),
-            "c_build_s": c_build_s,
-            "native_flags": " ".join(native.FLAGS),
-            "native_build_s": native_build_s,
-            "native_fma": native.xla_contracts(),
-            "quick": a.quick,
-            "seed": a.seed,
-        },
+        "meta": harness.environment(
+            machine=machine.name,
+            repeats=a.repeats,
+            cflags="cc " + " ".join(("-O2", "-march=native", "-shared", "-fPIC")),
+            c_build_s=c_build_s,
+            native_flags=" ".join(native.FLAGS),
+            native_build_s=native_build_s,
+            native_fma=native.xla_contracts(),
+            quick=a.quick,
+            seed=a.seed,
+        ),
         "throughput": rows,
         "notes": NOTES,
         "skipped": skipped,

@@ -17,15 +17,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import sys
-import time
 from pathlib import Path
 
-import jax
-
 import jaxsched
-from jaxsched.compilation import COMPILED
 from jaxsched.heuristics.bounds import length_lower_bound_at
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -45,9 +40,9 @@ def chosen(report: Path, gap: float, max_size: int, data: Path) -> list[jaxsched
 
 def level(regions: list[jaxsched.Region], machine, effort: int, seed: int) -> dict:
     """Schedule ``regions`` at one effort level; every schedule verified."""
-    t0, c0 = time.perf_counter(), COMPILED.compile_seconds
-    results = jaxsched.schedule(regions, machine, seed=seed, effort=effort)
-    wall, compile_s = time.perf_counter() - t0, COMPILED.compile_seconds - c0
+    wall, compile_s, _, results = harness.compiles_during(
+        lambda: jaxsched.schedule(regions, machine, seed=seed, effort=effort)
+    )
     rows = []
     for region, res in zip(regions, results, strict=True):
         jaxsched.verify(region, machine, res.cycles, order=res.order)
@@ -85,7 +80,9 @@ def markdown(report: dict) -> str:
     out = [
         "# Effort levels where the length bound is not met",
         "",
-        f"`{report['command']}` on {report['platform']} ({report['device']}), seed "
+        harness.environment_markdown(report["environment"]),
+        "",
+        f"`{report['command']}`, seed "
         f"{report['seed']}: the {len(report['levels'][0]['regions'])} regions of "
         f"`{report['from']}` more than {report['gap']:.0%} above their length bound. "
         f"Baseline: effort {s[0]['effort']} of the same run. Every schedule verified.",
@@ -127,8 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(summary(levels[-1], levels[0])), flush=True)
     report = dict(
         command="python benchmarks/effort.py " + " ".join(argv or sys.argv[1:]),
-        platform=platform.platform(),
-        device=str(jax.devices()[0].device_kind),
+        environment=harness.environment(),
         seed=args.seed,
         gap=args.gap,
         levels=levels,

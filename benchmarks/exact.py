@@ -12,13 +12,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import sys
 import time
 from pathlib import Path
-
-import jax
 
 import jaxsched
 from jaxsched.exact import solve_two_pass
@@ -143,24 +140,22 @@ def main(argv: list[str] | None = None) -> int:
             s["colony_mean_length_gap"] = statistics.mean(gaps)
         summary.append(s)
 
-    meta = {
-        "machine": machine.name,
-        "budget_s_per_region": budget,
-        "count_per_size": count,
-        "jax": jax.__version__,
-        "backend": jax.default_backend(),
-        "python": platform.python_version(),
-        "compile_warmup_s_by_bucket": compile_s,
-        "quick": a.quick,
-        "colony": hasattr(jaxsched, "schedule"),
-    }
+    meta = harness.environment(
+        machine=machine.name,
+        budget_s_per_region=budget,
+        count_per_size=count,
+        compile_warmup_s_by_bucket=compile_s,
+        quick=a.quick,
+        colony=hasattr(jaxsched, "schedule"),
+    )
     out = Path(a.out)
     lines = [
         "# Exact search: regions solved to proven optimality (two passes)",
         "",
+        harness.environment_markdown(meta),
+        "",
         f"Machine {machine.name}, {count} generated regions per size, budget {budget} s per region "
-        f"(both passes), JAX {jax.__version__} on {jax.default_backend()}. Warm-up (compile "
-        f"included) per bucket, not in the table: "
+        f"(both passes). Warm-up (compile included) per bucket, not in the table: "
         + ", ".join(f"N={b}: {s:.1f} s" for b, s in compile_s.items())
         + ".",
         "",

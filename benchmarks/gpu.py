@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -55,6 +54,7 @@ from jaxsched import makespan as mk  # noqa: E402
 from jaxsched.colony import antstate, construct, kernel  # noqa: E402
 from jaxsched.colony.params import default_params  # noqa: E402
 from jaxsched.machines.model import gfx906  # noqa: E402
+from jaxsched.makespan.kernel import run_fused  # noqa: E402
 
 WAVEFRONT = 64
 
@@ -92,18 +92,17 @@ def construction_cell(n: int, ants: int, seed: int, repeats: int) -> list[dict]:
     rows = []
     compiled, compile_s = {}, {}
     for name, fn in fns.items():
-        t0 = time.perf_counter()
-        args = (inst.prep, inst.for_pass(False), params, key, steps, jnp.bool_(True))
-        compiled[name] = jax.jit(fn).lower(*args[:5], uniform_exploration=args[5]).compile()
-        compile_s[name] = time.perf_counter() - t0
+        args = (inst.prep, inst.for_pass(False), params, key, steps)
+        compile_s[name], compiled[name] = harness.compile_time(
+            fn, *args, uniform_exploration=jnp.bool_(True)
+        )
     for timed in (False, True):
         args = (inst.prep, inst.for_pass(timed), params, key, steps)
         uniform = jnp.bool_(not timed)
         out, secs = {}, {}
         for name, exe in compiled.items():
             run = partial(exe, *args, uniform_exploration=uniform)
-            jax.block_until_ready(run())  # warm-up run
-            secs[name], res = harness.median_time(run, repeats)
+            secs[name], res = harness.median_time(run, repeats, warmup=1)
             out[name] = jax.device_get(res)
         same = np.ones(waves * WAVEFRONT, bool)
         for field in antstate.AntResults._fields:
@@ -133,16 +132,13 @@ def annealing_cell(chains: int, steps: int, seed: int, repeats: int) -> dict:
     fused = _fused_name()
     fns = {
         "lax": mk.run,
-        "fused": partial(mk.run_fused, interpret=fused == "interpret"),
+        "fused": partial(run_fused, interpret=fused == "interpret"),
     }
     args = (key, state, tab, params, jnp.int32(steps))
     secs, compile_s, out = {}, {}, {}
     for name, fn in fns.items():
-        t0 = time.perf_counter()
-        exe = jax.jit(fn).lower(*args).compile()
-        compile_s[name] = time.perf_counter() - t0
-        jax.block_until_ready(exe(*args))  # warm-up run
-        secs[name], res = harness.median_time(partial(exe, *args), repeats)
+        compile_s[name], exe = harness.compile_time(fn, *args)
+        secs[name], res = harness.median_time(partial(exe, *args), repeats, warmup=1)
         out[name] = jax.device_get(res)
     same = np.ones(chains, bool)
     for a, b in zip(jax.tree.leaves(out["lax"]), jax.tree.leaves(out["fused"]), strict=True):
@@ -257,8 +253,9 @@ def markdown(data: dict) -> str:
     lines = [
         f"# GPU benchmark (issue 13): fused construction kernel vs lax — {m['device']}",
         "",
-        f"JAX {m['jax']}, backend {m['backend']} ({m['device']}), {m['cores']} host cores; "
-        f"medians of {m['repeats']} runs; compile times apart. `XLA_FLAGS` of the corpus "
+        harness.environment_markdown(m),
+        "",
+        f"Medians of {m['repeats']} runs; compile times apart. `XLA_FLAGS` of the corpus "
         f"processes: `{m['xla_flags'] or '-'}`.",
         "",
     ]
@@ -323,8 +320,9 @@ def _annealing_lines(a: dict) -> list[str]:
     m = a["meta"]
     gpu = m["fused"] == "pallas"
     lines += [
-        f"JAX {m['jax']}, backend {m['backend']} ({m['device']}), {m['cores']} host cores; "
-        f"medians of {m['repeats']} runs; compile times apart; the 128-position instance of "
+        harness.environment_markdown(m),
+        "",
+        f"Medians of {m['repeats']} runs; compile times apart; the 128-position instance of "
         "benchmarks/makespan.py (16 warps x `LCCSLCCL`)"
         + (" (this section was run alone, `--only anneal`)." if m.get("only") else "."),
         "",
@@ -352,18 +350,13 @@ def _annealing_lines(a: dict) -> list[str]:
 
 
 def _meta(a: argparse.Namespace) -> dict:
-    return {
-        "jax": jax.__version__,
-        "backend": jax.default_backend(),
-        "device": jax.devices()[0].device_kind,
-        "cpu": platform.processor() or platform.machine(),
-        "cores": os.cpu_count(),
-        "repeats": a.repeats,
-        "fused": _fused_name(),
-        "xla_flags": a.xla_flags,
-        "corpus_ants": a.corpus_ants,
-        "quick": a.quick,
-    }
+    return harness.environment(
+        repeats=a.repeats,
+        fused=_fused_name(),
+        xla_flags=a.xla_flags,
+        corpus_ants=a.corpus_ants,
+        quick=a.quick,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

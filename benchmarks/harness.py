@@ -44,17 +44,68 @@ def environment(**extra: Any) -> dict:
     }
 
 
-def median_time(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
+def environment_markdown(env: dict) -> str:
+    """One Markdown sentence of `environment`'s machine and software (fields an older report
+    lacks are left out)."""
+    parts = []
+    if env.get("cpu") or env.get("cores"):
+        machine = ", ".join(
+            str(x) for x in (env.get("cpu"), env.get("cores") and f"{env['cores']} cores") if x
+        )
+        if env.get("load_average") is not None:
+            machine += f" (load average {env['load_average']:.1f} at the start: shared)"
+        parts.append(machine)
+    if env.get("jax"):
+        jax_ = f"JAX {env['jax']}" + (f" / jaxlib {env['jaxlib']}" if env.get("jaxlib") else "")
+        where = env.get("backend") or ""
+        if env.get("device") and str(env["device"]).lower() != where.lower():
+            where = f"{where} ({env['device']})" if where else str(env["device"])
+        parts.append(jax_ + (f" on {where}" if where else ""))
+    if env.get("python"):
+        parts.append(f"Python {env['python']}")
+    if env.get("date"):
+        parts.append(f"measured {env['date']}")
+    return "Environment: " + "; ".join(parts) + "." if parts else ""
+
+
+def median_time(fn: Callable[[], Any], repeats: int, warmup: int = 0) -> tuple[float, Any]:
     """(median wall seconds of ``repeats`` calls of ``fn``, each until its JAX arrays are
-    ready, the last call's result)."""
+    ready, the last call's result); ``warmup`` untimed calls first."""
     import jax
 
+    for _ in range(warmup):
+        jax.block_until_ready(fn())
     times, out = [], None
     for _ in range(max(1, repeats)):
         t0 = time.perf_counter()
         out = jax.block_until_ready(fn())
         times.append(time.perf_counter() - t0)
     return statistics.median(times), out
+
+
+def compile_time(fn: Callable, *args: Any, **kwargs: Any) -> tuple[float, Any]:
+    """(seconds, executable): ``fn`` (a function, or one already `jax.jit`-ed) lowered for
+    ``args``/``kwargs`` and compiled ahead of time (``jit(fn).lower(...).compile()``), so that
+    compile time stays apart from the run times `median_time` measures on the executable."""
+    import jax
+
+    jitted = fn if hasattr(fn, "lower") else jax.jit(fn)
+    t0 = time.perf_counter()
+    exe = jitted.lower(*args, **kwargs).compile()
+    return time.perf_counter() - t0, exe
+
+
+def compiles_during(fn: Callable[[], Any]) -> tuple[float, float, int, Any]:
+    """(wall seconds, of which compiling, compilations, result) of one call of ``fn``: for a
+    jaxsched call that compiles inside (``jaxsched.schedule``), from
+    `jaxsched.compilation.COMPILED`'s counters."""
+    from jaxsched.compilation import COMPILED
+
+    c0, s0 = COMPILED.compilations, COMPILED.compile_seconds
+    t0 = time.perf_counter()
+    out = fn()
+    wall = time.perf_counter() - t0
+    return wall, COMPILED.compile_seconds - s0, COMPILED.compilations - c0, out
 
 
 #: A child process's driver: import jax and jaxsched (timed), run the CLI with the given

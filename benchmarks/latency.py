@@ -140,8 +140,8 @@ def markdown(report: dict) -> str:
     lines = [
         "# Latency: cold and warm processes against llc",
         "",
-        f"Machine: {env['cpu']}, {env['cores']} cores (load average {env['load_average']:.1f} at "
-        f"the start: shared with other work), JAX {env['jax']} on {env['backend']}. "
+        harness.environment_markdown(env),
+        "",
         "Cold: a new process on an empty executable store; warm: a new process on the store "
         "the cold one filled. Phases are medians over the processes (seconds). The native "
         "construction library is built once before (like an installation step, "

@@ -12,10 +12,7 @@ time (median of ``--reps`` warm runs). Every schedule of the first run is checke
 from __future__ import annotations
 
 import argparse
-import json
-import platform
 import sys
-import time
 from functools import partial
 from pathlib import Path
 
@@ -61,12 +58,8 @@ def _bench_bucket(bucket: int, count: int, reps: int, machine) -> list[dict]:
         codes = jnp.asarray(priority_codes(priority))
         before_b, before_s = _batched._cache_size(), _single._cache_size()
 
-        t0 = time.perf_counter()
-        _batched.lower(dev, lut, codes, latencies=latencies).compile()
-        compile_b = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        _single.lower(singles[0], lut, codes, latencies=latencies).compile()
-        compile_s = time.perf_counter() - t0
+        compile_b, _ = harness.compile_time(_batched, dev, lut, codes, latencies=latencies)
+        compile_s, _ = harness.compile_time(_single, singles[0], lut, codes, latencies=latencies)
 
         out = jax.device_get(_batched(dev, lut, codes, latencies=latencies))  # warm-up + check
         for b, r in enumerate(regions):
@@ -114,7 +107,7 @@ def _markdown(rows: list[dict], meta: dict) -> str:
     lines = [
         "# List scheduler throughput",
         "",
-        f"{meta['device']}, jax {meta['jax']}, {meta['date']}, "
+        harness.environment_markdown(meta),
         f"{'quick' if meta['quick'] else 'full'} run, median of {meta['reps']} warm runs.",
         "Batched: one `jit(vmap(list_schedule))` call over all regions of a bucket (stacked).",
         "One at a time: the same scheduler jitted for one region, called once per region.",
@@ -157,18 +150,11 @@ def main(argv: list[str] | None = None) -> int:
     for bucket in buckets:
         count = args.count or (32 if args.quick else max(16, min(256, 16384 // bucket)))
         rows.extend(_bench_bucket(bucket, count, args.reps, machine))
-    meta = {
-        "device": f"{jax.devices()[0].platform} ({platform.processor() or platform.machine()})",
-        "jax": jax.__version__,
-        "date": time.strftime("%Y-%m-%d"),
-        "quick": args.quick,
-        "reps": args.reps,
-    }
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "list_scheduler.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
-    (out / "list_scheduler.md").write_text(_markdown(rows, meta))
-    print(f"wrote {out / 'list_scheduler.md'} and .json")
+    meta = harness.environment(quick=args.quick, reps=args.reps)
+    md, _ = harness.write_report(
+        "list_scheduler", {"meta": meta, "rows": rows}, _markdown(rows, meta), Path(args.out)
+    )
+    print(f"wrote {md} and .json")
     return 0
 
 

@@ -27,6 +27,7 @@ import json
 import re
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -91,12 +92,15 @@ def strip_target_attributes(ir: str) -> str:
     return re.sub(r'\s*"target-(cpu|features)"="[^"]*"', "", ir)
 
 
-def compile_ir(llc: str, ir: str, t: AmdgpuTarget) -> str:
-    """Assembly of ``ir`` for target ``t`` (``llc -O3``); raises RuntimeError on failure."""
-    args = [llc, "-march=amdgcn", f"-mcpu={t.mcpu}", "-O3", "-o", "-", "-"]
+def compile_ir(llc: str, ir: str, t: AmdgpuTarget, args: Sequence[str] = ()) -> str:
+    """llc's output for ``ir`` on stdin for target ``t`` (``llc -march=amdgcn -mcpu -O3
+    ARGS``: assembly unless ``args`` stop earlier; the input is read as MIR when ``args``
+    start after the instruction selector, ``-start-...``); raises RuntimeError on failure."""
+    lang = ["-x", "mir"] if any(a.startswith("-start-") for a in args) else []
+    cmd = [llc, "-march=amdgcn", f"-mcpu={t.mcpu}", "-O3", *lang, *args, "-o", "-", "-"]
     if t.mattr:
-        args.insert(3, f"-mattr={t.mattr}")
-    proc = subprocess.run(args, input=ir, capture_output=True, text=True, timeout=600)
+        cmd.insert(3, f"-mattr={t.mattr}")
+    proc = subprocess.run(cmd, input=ir, capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
         lines = proc.stderr.strip().splitlines() or ["no message"]
         raise RuntimeError(next((x for x in lines if "error" in x.lower()), lines[0]).strip())

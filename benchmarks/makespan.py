@@ -16,14 +16,12 @@ from __future__ import annotations
 import argparse
 import ctypes
 import json
-import platform
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-import jax
 import numpy as np
 
 from jaxsched.makespan import SM, estimate, normalize
@@ -151,8 +149,10 @@ def write_report(data: dict, out_dir: Path) -> None:
     lines = [
         "# Warp makespan annealing: throughput and time-to-best",
         "",
-        f"SM: 4 schedulers, capacity L=1, C=4, S=1, D=0.5. JAX {jax.__version__} on "
-        f"{data['backend']} ({data['machine']}); C baseline: one sequential chain, same rules "
+        harness.environment_markdown(data["environment"]),
+        "",
+        "SM: 4 schedulers, capacity L=1, C=4, S=1, D=0.5. C baseline: one sequential chain, "
+        "same rules "
         "(`benchmarks/makespan_anneal.c`, cc -O2). Compile time is apart from run time.",
         "",
         "| instance | n | chains | compile s | run s | chain-steps/s | C steps/s | JAX/C |",
@@ -204,8 +204,7 @@ def main() -> None:
         rows = throughput(chain_counts, iterations, so)
         ttb = time_to_best(256 if args.quick else 1024, 300 if args.quick else 1500, so)
     data = {
-        "backend": jax.default_backend(),
-        "machine": platform.processor() or platform.machine(),
+        "environment": harness.environment(),
         "quick": args.quick,
         "throughput": rows,
         "time_to_best": ttb,

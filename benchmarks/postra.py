@@ -25,17 +25,15 @@ Writes ``benchmarks/reports/{name}.{md,json}``.
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import tarfile
 import tempfile
-import time
 from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness
-from llc_occupancy import strip_target_attributes
+from llc_occupancy import compile_ir, strip_target_attributes
 
 from jaxsched.colony import schedule
 from jaxsched.heuristics import issue_cycles
@@ -60,18 +58,9 @@ def ir_files(path: Path, tmp: Path, limit: int | None, every: int) -> list[Path]
 
 
 def llc(binary: str, target: str, args: list[str], text: str) -> str:
-    """llc's output for ``text`` on stdin (``-march=amdgcn -mcpu`` of ``target``; MIR when
-    ``args`` start or stop after the instruction selector, else IR)."""
-    t = TARGETS[target]
-    lang = ["-x", "mir"] if any(a.startswith("-start-") for a in args) else []
-    cmd = [binary, "-march=amdgcn", f"-mcpu={t.mcpu}", "-O3", *lang, *args, "-o", "-", "-"]
-    if t.mattr:
-        cmd.insert(3, f"-mattr={t.mattr}")
-    proc = subprocess.run(cmd, input=text, capture_output=True, text=True, timeout=600)
-    if proc.returncode != 0:
-        lines = proc.stderr.strip().splitlines() or ["no message"]
-        raise RuntimeError(next((x for x in lines if "error" in x.lower()), lines[0]).strip())
-    return proc.stdout
+    """llc's output for ``text`` on stdin for ``target`` (`llc_occupancy.compile_ir`: MIR when
+    ``args`` start after the instruction selector, else IR)."""
+    return compile_ir(binary, text, TARGETS[target], args)
 
 
 def model_view(regions, orders, machine) -> dict[str, dict]:
@@ -122,7 +111,6 @@ def one_target(target: str, files: list[Path], args, tmp: Path) -> dict:
         except (RuntimeError, ValueError) as e:
             errors[f.name] = str(e)
     regions = [r for _, m in mods.values() for r in m.regions]
-    t0 = time.perf_counter()
     model = {"length": 0, "occupancy": 0}
 
     def solve(rs):
@@ -131,8 +119,9 @@ def one_target(target: str, files: list[Path], args, tmp: Path) -> dict:
         model["occupancy"] += sum(r.occupancy for r in results)
         return [r.order for r in results]
 
-    orders, notes = schedule_orders(regions, solve)
-    seconds = time.perf_counter() - t0
+    seconds, compile_s, _, (orders, notes) = harness.compiles_during(
+        lambda: schedule_orders(regions, solve)
+    )
     kernels, k = [], 0
     for name, (mir, module) in mods.items():
         mine = orders[k : k + len(module.regions)]
@@ -148,6 +137,7 @@ def one_target(target: str, files: list[Path], args, tmp: Path) -> dict:
         "files": len(files),
         "regions": len(regions),
         "schedule_s": seconds,
+        "schedule_compile_s": compile_s,  # of schedule_s
         "model_total": model,  # every modelled region: summed length and occupancy
         "errors": errors,
         "notes": notes,
@@ -241,7 +231,9 @@ def markdown(report: dict) -> str:
     lines = [
         "# After register allocation: LLVM's scheduler against jaxsched's",
         "",
-        f"{env['cpu']}, {env['cores']} cores; JAX {env['jax']}; seed {report['seed']}, "
+        harness.environment_markdown(env),
+        "",
+        f"Seed {report['seed']}, "
         f"overrides {report['overrides'] or 'none'}. "
         f"Kernels: `{report['kernels']}` ({report['files']} files). Each file compiled twice "
         "by llc from the same pre-scheduler MIR; the model's view (occupancy, VGPR peak, "
@@ -250,7 +242,7 @@ def markdown(report: dict) -> str:
     ]
     head = ["target", "llc", "kernels", "occ higher", "occ lower", "VGPRs LLVM/ours",
             "spilling fns", "spills", "code bytes", "model length at equal occ",
-            "LLVM orders read back", "schedule s", "errors"]  # fmt: skip
+            "LLVM orders read back", "schedule s (compile)", "errors"]  # fmt: skip
     rows = []
     for r in report["targets"]:
         t = r["totals"]
@@ -259,7 +251,8 @@ def markdown(report: dict) -> str:
              f"{t['vgprs_llvm']}/{t['vgprs_ours']}", f"{t['spilling_llvm']}/{t['spilling_ours']}",
              f"{t['spills_llvm']}/{t['spills_ours']}", f"{t['code_llvm']}/{t['code_ours']}",
              f"{t['model_length_llvm_equal_occupancy']}/{t['model_length_ours_equal_occupancy']}",
-             f"{t['regions_read_back']}/{t['regions_modelled']}", f"{r['schedule_s']:.1f}",
+             f"{t['regions_read_back']}/{t['regions_modelled']}",
+             f"{r['schedule_s']:.1f} ({r.get('schedule_compile_s', float('nan')):.1f})",
              len(r["errors"])]
         )  # fmt: skip
     lines += [harness.table(head, rows), ""]

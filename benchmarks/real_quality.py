@@ -28,17 +28,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
-import jax
 import numpy as np
 
 import jaxsched
-from jaxsched.compilation import COMPILED
 from jaxsched.heuristics import issue_cycles
 from jaxsched.heuristics.bounds import length_lower_bound_at
 from jaxsched.heuristics.list_scheduler import list_schedule_batch
@@ -166,7 +162,11 @@ def markdown(report: dict, before: dict | None) -> str:
     lines = [
         f"# Schedule quality on real regions ({report['settings']['split']} split)",
         "",
-        f"Settings: `{json.dumps(report['settings'])}`; machine: {report['machine']}.",
+        harness.environment_markdown(report["environment"])
+        if "environment" in report
+        else f"Machine: {report['machine']}.",  # an older report (--rebound)
+        "",
+        f"Settings: `{json.dumps(report['settings'])}`.",
         f"Wall {report['seconds']:.0f} s, of which {report['compile_seconds']:.0f} s compiling.",
         "",
         head,
@@ -221,13 +221,13 @@ def main(argv: list[str] | None = None) -> int:
     regions = load(args.split, args.limit, args.data)
     overrides = {k: v for k, v in (("ants", args.ants), ("effort", args.effort)) if v is not None}
     refs = references(regions, machine)
-    t0, c0 = time.perf_counter(), COMPILED.compile_seconds
-    results = jaxsched.schedule(regions, machine, seed=args.seed, **overrides)
-    seconds, compiled = time.perf_counter() - t0, COMPILED.compile_seconds - c0
+    seconds, compiled, _, results = harness.compiles_during(
+        lambda: jaxsched.schedule(regions, machine, seed=args.seed, **overrides)
+    )
     rows = [per_region(*x, machine) for x in zip(regions, results, refs, strict=True)]
     report = {
         "settings": {"split": args.split, "limit": args.limit, "seed": args.seed, **overrides},
-        "machine": f"{platform.machine()}, {jax.default_backend()}, jax {jax.__version__}",
+        "environment": harness.environment(),
         "seconds": seconds,
         "compile_seconds": compiled,
         **summaries(rows),

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import statistics
 import time
 from pathlib import Path
@@ -30,7 +29,6 @@ import sys
 import jax
 
 import jaxsched
-from jaxsched.compilation import COMPILED
 from jaxsched.problem.generate import generate_regions
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -62,9 +60,10 @@ def measure(regions: list, settings: dict, configs: list, repeats: int) -> dict:
     timed calls (round-robin over the configurations, so load changes hit them alike)."""
     out = {}
     for d in configs:
-        c0 = COMPILED.compile_seconds
-        _, _, res = run_once(regions, settings, d)
-        out[d] = {"compile_s": COMPILED.compile_seconds - c0, "records": records(res)}
+        _, compile_s, _, res = harness.compiles_during(
+            lambda d=d: jaxsched.schedule(regions, devices=d, **settings)
+        )
+        out[d] = {"compile_s": compile_s, "records": records(res)}
         out[d].update(wall=[], cpu=[])
         print(f"devices {d}: compiled in {out[d]['compile_s']:.1f} s", flush=True)
     for _ in range(repeats):
@@ -92,7 +91,7 @@ def main() -> None:
     # Start from the input order alone so that both colony passes do work on most regions.
     settings = dict(seed=0, ants=args.ants, max_iterations=iters, starts=("input",))
     assert len(jax.devices()) >= max(DEVICES), "needs 8 (forced) devices"
-    load0 = os.getloadavg()
+    env = harness.environment(xla_flags=os.environ.get("XLA_FLAGS", ""))
     m = measure(regions, settings, [None, *DEVICES], repeats)
     base = m[None]
     best0 = min(base["wall"])
@@ -114,10 +113,9 @@ def main() -> None:
         )
     report = {
         "command": "benchmarks/scaling.py" + (" --quick" if args.quick else ""),
-        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
-        "load_average": [round(x, 2) for x in (*load0, *os.getloadavg())],
-        "jax": jax.__version__,
-        "xla_flags": os.environ.get("XLA_FLAGS", ""),
+        "environment": env,
+        "load_average_end": round(os.getloadavg()[0], 2),
+        "xla_flags": env["xla_flags"],
         "corpus": f"{count} generated regions of 33..64 instructions (one bucket)",
         "settings": {k: v for k, v in settings.items() if k != "starts"} | {"starts": "input"},
         "repeats": repeats,
@@ -128,13 +126,14 @@ def main() -> None:
 
 
 def write(report: dict, name: str) -> None:
-    load = report["load_average"]
     lines = [
         "# Colony scaling over forced CPU devices",
         "",
-        f"`{report['command']}` on {report['machine']} (1-minute load average {load[0]} at "
-        f"the start, {load[3]} at the end, the benchmark's own threads included), "
-        f"`XLA_FLAGS={report['xla_flags']}`, jax {report['jax']}; "
+        harness.environment_markdown(report["environment"]),
+        "",
+        f"`{report['command']}` (1-minute load average {report['load_average_end']} at the "
+        "end, the benchmark's own threads included), "
+        f"`XLA_FLAGS={report['xla_flags']}`; "
         f"{report['corpus']}, settings {report['settings']}, {report['colony_iterations']} "
         f"colony iterations in all; best of {report['repeats']} timed runs per row.",
         "",

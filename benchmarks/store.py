@@ -94,8 +94,12 @@ def report(data: dict, args: argparse.Namespace) -> str:
     lines = [
         "# Executable store: compiled vs loaded",
         "",
-        f"`python benchmarks/store.py --ants {args.ants} --lo {args.lo} --hi {args.hi}` on "
-        f"{host_cpu().split(';')[0]}: `jaxsched.schedule` on the "
+        harness.environment_markdown(data["environment"])
+        if "environment" in data
+        else f"Machine: {host_cpu().split(';')[0]}.",
+        "",
+        f"`python benchmarks/store.py --ants {args.ants} --lo {args.lo} --hi {args.hi}`: "
+        "`jaxsched.schedule` on the "
         f"{data['regions']} regions of examples/kernel.jsonl with {args.lo}..{args.hi} "
         f"instructions, {args.ants} ants, in a new process on an empty store (cold), then in "
         "another on that store (warm); identical results.",
@@ -129,7 +133,8 @@ def main() -> None:
     p.add_argument("--hi", type=int, default=64)
     p.add_argument("--name", default="store")
     args = p.parse_args()
-    data = measure(args)
+    data = {"environment": harness.environment(ants=args.ants, lo=args.lo, hi=args.hi)}
+    data |= measure(args)
     text = report(data, args)
     harness.write_report(args.name, data, text)
     print(text)
