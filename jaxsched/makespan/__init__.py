@@ -10,7 +10,7 @@ Two layers:
 * host functions (`estimate`, `decode`, `exact_worst_case`): validated input, NumPy results;
 * a pure JAX core in the style of optax / evosax (`init`, `step`, `run` over `Tables`,
   `ChainState` and traced `AnnealParams`), usable under ``jax.jit``, ``jax.vmap`` and
-  ``lax.scan``; `estimate` is a thin shell over it. `run_fused` is `run` as one fused Pallas
+  ``lax.scan``; `estimate` is a thin shell over it. `kernel.run_fused` is `run` as one fused Pallas
   kernel per 64 steps (identical results; chosen by `estimate(annealing=...)`, docs/makespan.md).
 
 Limits (checked before anything is allocated) are the ``MAX_*`` / ``MIN_*`` constants, see
