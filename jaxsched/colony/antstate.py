@@ -15,7 +15,7 @@ class ReadyList(NamedTuple):
     """Compact ready lists of A ants (structure of arrays; slot K is a dummy)."""
 
     ids: jax.Array  # int32[K + 1, A]: candidate ids in slots [0, count), sentinel N after
-    e: jax.Array  # int32[K + 1, A]: earliest cycle of each slot's candidate
+    earliest: jax.Array  # int32[K + 1, A]: earliest cycle of each slot's candidate
     key: jax.Array  # f32[K + 1, A]: static heuristic key of each slot's candidate
     born: jax.Array  # int32[F, K + 1, A]: width the candidate defines, per file
     kill: jax.Array  # int32[F, K + 1, A]: width it would kill if issued now, per file
@@ -81,7 +81,7 @@ class AntView(NamedTuple):
 
 
 #: `ReadyList` fields with a slot axis (second to last); a decision reads their first w slots.
-SLOT_FIELDS = ("ids", "e", "key", "born", "kill")
+SLOT_FIELDS = ("ids", "earliest", "key", "born", "kill")
 
 
 def first_slots(ready: ReadyList, width: int) -> ReadyList:

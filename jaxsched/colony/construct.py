@@ -82,7 +82,7 @@ def init_ants(prep: Prepared, ants: int, key: jax.Array) -> AntsState:
     slot_of = jnp.full(N + 1, K, jnp.int32).at[ids].set(jnp.arange(K + 1, dtype=jnp.int32))
     ready = ReadyList(
         ids=rep(ids),
-        e=jnp.zeros((K + 1, ants), jnp.int32),
+        earliest=jnp.zeros((K + 1, ants), jnp.int32),
         key=rep(key[ids]),
         born=rep(prep.def_wf[:, ids]),
         kill=rep(prep.init_kill[:, ids]),
@@ -130,7 +130,7 @@ def _read_old(state: AntsState, last_slot, succs, used, defined, ant, ant_ids) -
     r = state.ready
     old = OldValues(
         moved=r.ids[last_slot, ant_ids],
-        moved_e=r.e[last_slot, ant_ids],
+        moved_earliest=r.earliest[last_slot, ant_ids],
         moved_key=r.key[last_slot, ant_ids],
         moved_born=r.born[:, last_slot, ant_ids],
         moved_kill=r.kill[:, last_slot, ant_ids],
@@ -162,7 +162,7 @@ def _remove(
 
     return ReadyList(
         ids=swap(ready.ids, old.moved, N),
-        e=swap(ready.e, old.moved_e, 0),
+        earliest=swap(ready.earliest, old.moved_earliest, 0),
         key=swap(ready.key, old.moved_key, 0.0),
         born=swap(ready.born, old.moved_born, 0),
         kill=swap(ready.kill, old.moved_kill, 0),
@@ -178,7 +178,7 @@ def _release(
     inp: StepInputs,
     old: OldValues,
     chosen,
-    c_j,
+    issue_cycle,
     succs,
     ant,
 ) -> tuple[ReadyList, jax.Array, jax.Array]:
@@ -188,13 +188,13 @@ def _release(
     K = ready.dummy_slot
     lat = jnp.where(inp.timed, prep.succ_lat[chosen].T, 0)
     rel = released(
-        succs, old.preds_s, old.earliest_s, lat, c_j, ready.count, sentinel=N, dummy_slot=K
+        succs, old.preds_s, old.earliest_s, lat, issue_cycle, ready.count, sentinel=N, dummy_slot=K
     )
     pos = rel.pos
     s_new = jnp.where(rel.new, succs, N)
     ready = ReadyList(
         ids=ready.ids.at[pos, ant].set(s_new).at[K].set(N),
-        e=ready.e.at[pos, ant].set(rel.earliest),
+        earliest=ready.earliest.at[pos, ant].set(rel.earliest),
         key=ready.key.at[pos, ant].set(inp.key[succs]),
         born=ready.born.at[:, pos, ant].set(prep.def_wf[:, succs]),
         kill=ready.kill.at[:, pos, ant].set(old.kill_s),
@@ -316,10 +316,10 @@ def apply_pick(
     ant = jnp.arange(state.last.shape[0], dtype=jnp.int32)[None, :]
     ant_ids = ant[0]
     active = state.ready.count > 0
-    pick, cycle, issued, chosen, e_pick = lax.optimization_barrier(
-        (pick, cycle, issued, state.ready.ids[pick, ant_ids], state.ready.e[pick, ant_ids])
+    pick, cycle, issued, chosen, pick_earliest = lax.optimization_barrier(
+        (pick, cycle, issued, state.ready.ids[pick, ant_ids], state.ready.earliest[pick, ant_ids])
     )  # chosen: [A], N when inactive
-    timing = issue_timing(active, cycle, issued, e_pick, state.stalls, inp.issue_width)
+    timing = issue_timing(active, cycle, issued, pick_earliest, state.stalls, inp.issue_width)
     last_slot = jnp.where(active, state.ready.count - 1, K)
     succs, used, defined = (
         prep.succ[chosen].T,
@@ -329,7 +329,7 @@ def apply_pick(
     old = _read_old(state, last_slot, succs, used, defined, ant, ant_ids)
     ready = _remove(state.ready, old, pick, last_slot, chosen, active, ant_ids)
     ready, preds_left, earliest = _release(
-        ready, state, prep, inp, old, chosen, timing.c_j, succs, ant
+        ready, state, prep, inp, old, chosen, timing.issue_cycle, succs, ant
     )
     regs = _registers(state, ready, prep, old, chosen, used, defined, ant)
     return AntsState(

@@ -60,10 +60,10 @@ def _candidates(
     int32[F]). A semi-ready candidate is eligible in the wavefronts allowed optional stalls,
     and in every wavefront when no ready candidate stays within the soft RP limit (waiting
     beats dying)."""
-    w = ready.e.shape[0]
+    w = ready.earliest.shape[0]
     slots = lax.broadcasted_iota(jnp.int32, (w, 1), 0)
     valid = slots < ready.count[None, :]
-    e = ready.e
+    e = ready.earliest
     ready_now = valid & (e <= ant.cycle)
     min_e = jnp.where(valid, e, BIG).min(axis=0)
     stall = any_(valid, 0) & ~any_(ready_now, 0)  # nothing ready (and not done)

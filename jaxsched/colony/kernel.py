@@ -214,8 +214,10 @@ def _step(
 
     active = lanes.count > 0
     chosen = _load(ant_refs.ready.ids, pick, lane)  # N when inactive (slot K)
-    e_pick = _load(ant_refs.ready.e, pick, lane)
-    timing = updates.issue_timing(active, cycle, issued, e_pick, lanes.stalls, inp.issue_width)
+    pick_earliest = _load(ant_refs.ready.earliest, pick, lane)
+    timing = updates.issue_timing(
+        active, cycle, issued, pick_earliest, lanes.stalls, inp.issue_width
+    )
     last_slot = jnp.where(active, lanes.count - 1, K)
     succs = _row(tables.succ, chosen, D)
     used, defined = (
@@ -258,7 +260,7 @@ def _read_old(
     moved = {f: _load(getattr(ant_refs.ready, f), last_slot, lane) for f in antstate.SLOT_FIELDS}
     old = updates.OldValues(
         moved=moved["ids"],
-        moved_e=moved["e"],
+        moved_earliest=moved["earliest"],
         moved_key=moved["key"],
         moved_born=moved["born"],
         moved_kill=moved["kill"],
@@ -309,7 +311,7 @@ def _release(
     F = tables.reg_wf.shape[1]
     lat = jnp.where(inp.timed, _row(tables.succ_lat, chosen, D), 0)
     rel = updates.released(
-        succs, old.preds_s, old.earliest_s, lat, timing.c_j, count, sentinel=N, dummy_slot=K
+        succs, old.preds_s, old.earliest_s, lat, timing.issue_cycle, count, sentinel=N, dummy_slot=K
     )
     real = succs != N
     _store(ant_refs.preds_left, succs, lane, rel.preds_left, mask=real)
@@ -317,7 +319,7 @@ def _release(
     fF = lax.broadcasted_iota(jnp.int32, (F, *succs.shape), 0)
     entry = {
         "ids": succs,
-        "e": rel.earliest,
+        "earliest": rel.earliest,
         "key": tables.key[succs],
         "born": tables.def_wf[fF, jnp.broadcast_to(succs[None], fF.shape)],
         "kill": old.kill_s,

@@ -17,7 +17,7 @@ from jaxsched.colony.antstate import (
 class IssueTiming(NamedTuple):
     """Timing of the instruction each ant issues this step."""
 
-    c_j: jax.Array  # int32[A]: its issue cycle
+    issue_cycle: jax.Array  # int32[A]: its issue cycle
     cycle: jax.Array  # int32[A]: the ant's next cycle
     issued: jax.Array  # int32[A]: instructions issued in that cycle
     stalls: jax.Array  # int32[A]: optional stalls taken so far
@@ -27,22 +27,22 @@ def issue_timing(
     active: jax.Array,
     cycle: jax.Array,
     issued: jax.Array,
-    e_pick: jax.Array,
+    pick_earliest: jax.Array,
     stalls: jax.Array,
     issue_width: jax.Array,
 ) -> IssueTiming:
-    """The issue cycle (in the RP pass every earliest cycle is 0, so ``c_j = cycle``), the next
-    cycle and issue count, and optional stall cycles taken (waiting for a semi-ready pick)."""
-    e_j = jnp.where(active, e_pick, 0)
-    c_j = jnp.maximum(cycle, e_j)
-    was_semi = active & (e_j > cycle)
-    issued = jnp.where(c_j != cycle, 0, issued) + active.astype(jnp.int32)
+    """The issue cycle (in the RP pass every earliest cycle is 0, so ``issue_cycle = cycle``), the
+    next cycle and issue count, and optional stall cycles taken (waiting for a semi-ready pick)."""
+    earliest = jnp.where(active, pick_earliest, 0)
+    issue_cycle = jnp.maximum(cycle, earliest)
+    was_semi = active & (earliest > cycle)
+    issued = jnp.where(issue_cycle != cycle, 0, issued) + active.astype(jnp.int32)
     full = issued >= issue_width
     return IssueTiming(
-        c_j=c_j,
-        cycle=jnp.where(full, c_j + 1, c_j),
+        issue_cycle=issue_cycle,
+        cycle=jnp.where(full, issue_cycle + 1, issue_cycle),
         issued=jnp.where(full, 0, issued),
-        stalls=stalls + jnp.where(was_semi, c_j - cycle, 0),
+        stalls=stalls + jnp.where(was_semi, issue_cycle - cycle, 0),
     )
 
 
@@ -53,7 +53,7 @@ class OldValues(NamedTuple):
     moved: (
         jax.Array
     )  # int32[A]: candidate in the last ready slot (moves into the chosen instruction's slot)
-    moved_e: jax.Array  # int32[A]
+    moved_earliest: jax.Array  # int32[A]
     moved_key: jax.Array  # f32[A]
     moved_born: jax.Array  # int32[F, A]
     moved_kill: jax.Array  # int32[F, A]
@@ -80,7 +80,7 @@ class Released(NamedTuple):
 
 
 def released(
-    succs, preds_s, earliest_s, lat, c_j, count, *, sentinel: int, dummy_slot: int
+    succs, preds_s, earliest_s, lat, issue_cycle, count, *, sentinel: int, dummy_slot: int
 ) -> Released:
     """Release the chosen instruction's successors ``succs`` [D, A] (unique, sentinel padding) given
     their old predecessor counts and earliest cycles and the edge latencies ``lat`` (0 in the RP
@@ -90,7 +90,7 @@ def released(
     pos = jnp.where(new, count[None, :] + jnp.cumsum(new.astype(jnp.int32), axis=0) - 1, 0)
     return Released(
         preds_left=left,
-        earliest=jnp.maximum(earliest_s, c_j[None, :] + lat),
+        earliest=jnp.maximum(earliest_s, issue_cycle[None, :] + lat),
         new=new,
         pos=jnp.where(new, jnp.minimum(pos, dummy_slot), dummy_slot),
         count=count + new.astype(jnp.int32).sum(axis=0),

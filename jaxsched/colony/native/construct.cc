@@ -338,7 +338,7 @@ struct Kernel {
   }
 
   // Release j's successors (`construct._release`): the newly free ones take the next slots.
-  static void release(const Region& g, Ant& a, int32_t j, int32_t c_j) {
+  static void release(const Region& g, Ant& a, int32_t j, int32_t issue_cycle) {
     const int32_t F = files(g), N = g.N;
     const int32_t* succ = g.succ + static_cast<size_t>(j) * g.D;
     const int32_t* lat = g.succ_lat + static_cast<size_t>(j) * g.D;
@@ -346,7 +346,7 @@ struct Kernel {
       const int32_t x = succ[i];
       if (x == N) continue;
       const int32_t left = a.preds_left[x] - 1;
-      const int32_t e = std::max(a.earliest[x], c_j + (g.timed ? lat[i] : 0));
+      const int32_t e = std::max(a.earliest[x], issue_cycle + (g.timed ? lat[i] : 0));
       a.preds_left[x] = left;
       a.earliest[x] = e;
       if (left != 0) continue;
@@ -429,15 +429,15 @@ struct Kernel {
     const int32_t pick = decide(g, a, t, seed, coin, may_stall, &cycle, &issued);
     const int32_t j = a.ids[pick];
     // Issue timing (`issue_timing`).
-    const int32_t e_j = a.e[pick];
-    const int32_t c_j = std::max(cycle, e_j);
-    if (e_j > cycle) a.stalls += c_j - cycle;
-    issued = (c_j != cycle ? 0 : issued) + 1;
+    const int32_t earliest = a.e[pick];
+    const int32_t issue_cycle = std::max(cycle, earliest);
+    if (earliest > cycle) a.stalls += issue_cycle - cycle;
+    issued = (issue_cycle != cycle ? 0 : issued) + 1;
     const bool full = issued >= g.issue_width;
-    a.cycle = full ? c_j + 1 : c_j;
+    a.cycle = full ? issue_cycle + 1 : issue_cycle;
     a.issued = full ? 0 : issued;
     remove(g, a, pick, j);
-    release(g, a, j, c_j);
+    release(g, a, j, issue_cycle);
     registers(g, a, j);
     for (int32_t f = 0; f < files(g); ++f) a.dead |= a.peak[f] > g.rp_limit[f];
     a.last = j;
