@@ -495,6 +495,16 @@ def schedule(
             regions, machine, key, config, params, options, exact, progress, on_iteration,
             deadline,
         )  # fmt: skip
+    return _schedule_sharded(
+        regions, machine, key, config, params, options, exact, progress, on_iteration, deadline
+    )
+
+
+def _schedule_sharded(
+    regions, machine, key, config, params, options, exact, progress, on_iteration, deadline
+) -> list[Result]:
+    """`schedule` over a device mesh or several processes: the calls every process agrees
+    on (`_plan`), each prepared while the device runs the previous one."""
     results: list[Result | None] = [None] * len(regions)
     plan = _plan(regions, machine, config, options)
     ready = {}

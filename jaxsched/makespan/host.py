@@ -23,6 +23,7 @@ from jaxsched.makespan.anneal import (
     DEFAULT_T0,
     MAX_ITERATIONS,
     AnnealParams,
+    ChainState,
     init,
     make_params,
     random_strings,
@@ -325,27 +326,42 @@ def estimate(
         compile_s += dt
     elif progress is not None:
         progress(plan.iterations)
+    timing = {"compile_seconds": compile_s, "run_seconds": run_s}
+    return _result(plan, state, names, np.stack(records), np.asarray(rec_it, np.int64), timing)
+
+
+def _result(
+    plan: EstimatePlan,
+    state: ChainState,
+    names: tuple[str, ...],
+    history: np.ndarray,
+    history_iterations: np.ndarray,
+    timing: dict,
+) -> MakespanResult:
+    """The `MakespanResult` of the annealed chains: the best chain's string, decoded again on
+    the host (the two decoders agree), with the history and ``timing`` (compile and run
+    seconds)."""
+    norm, warps = plan.norm, plan.warps
     best_m = np.asarray(state.best_makespan)
-    c = int(np.argmax(best_m))
-    best_string = np.asarray(state.best_string[:, c])
+    chain = int(np.argmax(best_m))
+    best_string = np.asarray(state.best_string[:, chain])
     cycles = decode_host(norm, warps, best_string)
-    if int(cycles.max()) != int(best_m[c]):  # pragma: no cover - the decoders agree by tests
+    if int(cycles.max()) != int(best_m[chain]):  # pragma: no cover - the decoders agree
         raise AssertionError("internal error: host and device decoders disagree")
     return MakespanResult(
-        makespan=int(best_m[c]),
+        makespan=int(best_m[chain]),
         warp_string=best_string.astype(np.int32),
         cycles=cycles,
         lower_bound=lower_bound(norm, warps),
-        history=np.stack(records).astype(np.int32),
-        history_iterations=np.asarray(rec_it, np.int64),
+        history=history.astype(np.int32),
+        history_iterations=history_iterations,
         chain_best=best_m.astype(np.int32),
         chain_start=names,
         kernel=norm.kernel,
         warps=warps,
         chains=plan.chains,
         iterations=plan.iterations,
-        compile_seconds=compile_s,
-        run_seconds=run_s,
+        **timing,
     )
 
 
