@@ -298,21 +298,7 @@ def _group(
         ch.address, _ = b.emit(
             "V_MAD_U64_U32_e64", ("VGPR", 2), [idx, 4 * (c + 1), base], 2, ", 0, implicit $exec"
         )
-    # Layer 2: vector loads (long latency).
-    for ch in chains:
-        for j in range(int(rng.integers(k.loads_per_chain[0], k.loads_per_chain[1] + 1))):
-            lat = int(rng.integers(k.load_latency[0], k.load_latency[1] + 1))
-            opc, w, s = ("GLOBAL_LOAD_DWORDX2", 2, 64) if ch.f64 else ("GLOBAL_LOAD_DWORD", 1, 32)
-            r, i = b.emit(
-                opc,
-                ("VGPR", w),
-                [ch.address, (8 if ch.f64 else 4) * j, 0],
-                lat,
-                f", implicit $exec :: (load (s{s}), addrspace 1)",
-            )
-            ch.pending.append(r)
-            ch.loads.append(i)
-        ch.value = ch.pending.pop(0)
+    _load_layer(b, k, chains)
     for i in (ch.loads[0] for ch in chains if prev_stores and rng.random() < k.memory_edge_prob):
         b.edges.append(
             Edge(
@@ -331,7 +317,36 @@ def _group(
         for ch, length in zip(chains, lengths, strict=True):
             if step < length:
                 _alu_step(b, k, ch, scalars, results, accs)
-    # Tail: accumulate, publish or store each chain's result.
+    stores = _tail(b, k, chains, accs, results)
+    return stores or prev_stores
+
+
+def _load_layer(b: _Builder, k: Knobs, chains: list[_Chain]) -> None:
+    """Layer 2 of a group: each chain's vector loads (long latency) from its address; the
+    first becomes the chain's value, the rest wait in ``pending``."""
+    rng = b.rng
+    for ch in chains:
+        for j in range(int(rng.integers(k.loads_per_chain[0], k.loads_per_chain[1] + 1))):
+            lat = int(rng.integers(k.load_latency[0], k.load_latency[1] + 1))
+            opc, w, s = ("GLOBAL_LOAD_DWORDX2", 2, 64) if ch.f64 else ("GLOBAL_LOAD_DWORD", 1, 32)
+            r, i = b.emit(
+                opc,
+                ("VGPR", w),
+                [ch.address, (8 if ch.f64 else 4) * j, 0],
+                lat,
+                f", implicit $exec :: (load (s{s}), addrspace 1)",
+            )
+            ch.pending.append(r)
+            ch.loads.append(i)
+        ch.value = ch.pending.pop(0)
+
+
+def _tail(
+    b: _Builder, k: Knobs, chains: list[_Chain], accs: list[str], results: list[str]
+) -> list[int]:
+    """The end of a group: accumulate, publish or store each chain's result; the ids of the
+    stores."""
+    rng = b.rng
     stores: list[int] = []
     for ch in chains:
         val = ch.value
@@ -366,7 +381,7 @@ def _group(
                 )
         else:
             results.append(val)
-    return stores or prev_stores
+    return stores
 
 
 def _alu_step(
