@@ -93,6 +93,28 @@ def verify(
     pos = np.empty(n, dtype=np.int64)
     pos[seq] = np.arange(n)
 
+    _check_edges(region, cyc, pos, latencies, where)
+    counts = _check_issue_width(machine, cyc, where)
+    length = int(cyc.max()) + 1
+    stalls = length - len(counts)
+    profile = _rp_profile(region, machine, seq)
+    peaks = [int(v) for v in profile.max(axis=0)]
+    return ScheduleReport(
+        length=length,
+        order=tuple(int(i) for i in seq),
+        peak_rp=dict(zip(machine.file_names, peaks, strict=True)),
+        occupancy=int(machine.occupancy(peaks)),
+        rp_cost=int(machine.rp_cost(peaks)),
+        stalls=int(stalls),
+        rp_profile=profile,
+    )
+
+
+def _check_edges(
+    region: Region, cyc: np.ndarray, pos: np.ndarray, latencies: bool, where: str
+) -> None:
+    """Every edge ``i -> j``: ``j`` at least its latency (or 1) after ``i``, and after it in
+    the issue sequence (``pos``: each instruction's position)."""
     for e in region.edges:
         ci, cj = int(cyc[e.src]), int(cyc[e.dst])
         need = e.latency if latencies else 1
@@ -109,6 +131,11 @@ def verify(
                 f"issued before instruction {e.src} (both at cycle {ci})"
             )
 
+
+def _check_issue_width(machine: Machine, cyc: np.ndarray, where: str) -> dict[int, list[int]]:
+    """No cycle issues more than ``machine.issue_width`` instructions; the instructions of
+    each cycle used."""
+    n = cyc.shape[0]
     counts: dict[int, list[int]] = {}
     for i in range(n):
         counts.setdefault(int(cyc[i]), []).append(i)
@@ -119,19 +146,7 @@ def verify(
                 f"the issue width {machine.issue_width} of machine {machine.name!r}"
             )
 
-    length = int(cyc.max()) + 1
-    stalls = length - len(counts)
-    profile = _rp_profile(region, machine, seq)
-    peaks = [int(v) for v in profile.max(axis=0)]
-    return ScheduleReport(
-        length=length,
-        order=tuple(int(i) for i in seq),
-        peak_rp=dict(zip(machine.file_names, peaks, strict=True)),
-        occupancy=int(machine.occupancy(peaks)),
-        rp_cost=int(machine.rp_cost(peaks)),
-        stalls=int(stalls),
-        rp_profile=profile,
-    )
+    return counts
 
 
 def verify_order(
