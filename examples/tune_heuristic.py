@@ -20,13 +20,12 @@ import json
 import time
 from pathlib import Path
 
-from jaxsched.colony.params import default_params
+from jaxsched.colony.params import ColonyConfig, default_params
 from jaxsched.machines.model import gfx906
 from jaxsched.problem.format import load_regions
 from jaxsched.problem.split import split_by_source
 from jaxsched.tune import pipeline, save_params, train
 from jaxsched.tune.files import params_dict
-from jaxsched.tune.model import Ants
 from jaxsched.tune.train import ADVANTAGES, TUNED
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "real-train.jsonl.gz"
@@ -53,28 +52,29 @@ def main() -> None:
     train_set, valid_set = split_by_source(load_regions(args.data))
     train_set = [r for r in train_set if args.min_size <= len(r) <= args.max_size]
     valid_set = [r for r in valid_set if args.min_size <= len(r) <= args.valid_max_size]
-    ants = Ants(max(args.ants // 16, 1), min(args.ants, 16))
+    config = ColonyConfig(wavefronts=max(args.ants // 16, 1), wavefront_size=min(args.ants, 16))
     default = default_params()
     t0 = time.perf_counter()
     problems = pipeline.batches(
-        train_set, machine, default, ants=ants, batch=args.batch, seed=args.seed
+        train_set, machine, default, config=config, batch=args.batch, seed=args.seed
     )
-    print(f"{len(train_set)} training regions in {len(problems)} batches, {ants.count} ants")
+    print(f"{len(train_set)} training regions in {len(problems)} batches, {config.ants} ants")
 
     def on_step(e) -> None:
         print(f"step {e.step + 1}/{args.steps}  loss {e.cost:.4f}  {e.seconds:.2f} s")
 
     learned, log = train(
         problems, default, files=len(machine.file_names), steps=args.steps, seed=args.seed,
-        ants=ants, learning_rate=args.learning_rate, advantage=args.advantage,
+        config=config, learning_rate=args.learning_rate, advantage=args.advantage,
         on_step=on_step,
     )  # fmt: skip
     trained_s = time.perf_counter() - t0
     held_out = pipeline.batches(
-        valid_set, machine, default, ants=ants, batch=args.batch, seed=args.seed
+        valid_set, machine, default, config=config, batch=args.batch, seed=args.seed
     )
     ants_a, ants_b = (
-        pipeline.ant_costs(held_out, p, ants=ants, seed=args.seed + 1) for p in (default, learned)
+        pipeline.ant_costs(held_out, p, config=config, seed=args.seed + 1)
+        for p in (default, learned)
     )
     ant_report = {
         "regions": len(ants_a), "mean_default": float(ants_a.mean()),
@@ -88,7 +88,7 @@ def main() -> None:
     )
     v = pipeline.validate(
         valid_set, machine, default, learned, seed=args.seed,
-        max_iterations=args.iterations, **pipeline.ants_overrides(ants),
+        max_iterations=args.iterations, **pipeline.ants_overrides(config),
     )  # fmt: skip
     print(v.summary())
     kept = "learned" if v.keeps_occupancy else "defaults"

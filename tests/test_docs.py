@@ -104,3 +104,32 @@ def test_the_readme_main_job_names_files_that_read():
     for path in inputs:
         module = read_input(ROOT / path)
         assert module.regions and all(r.region is not None for r in module.regions)
+
+
+def _jaxsched_imports(path: Path) -> list[tuple[str, str]]:
+    """(module, name) of every ``from jaxsched... import name`` in a script."""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("jaxsched"):
+            found += [(node.module, alias.name) for alias in node.names]
+    return found
+
+
+@pytest.mark.parametrize(
+    "script",
+    sorted((ROOT / "examples").glob("*.py")) + sorted((ROOT / "benchmarks").glob("*.py")),
+    ids=lambda p: f"{p.parent.name}/{p.name}",
+)
+def test_the_examples_and_benchmarks_import_names_that_exist(script):
+    """The scripts no test runs whole still import only what the package has."""
+    missing = []
+    for module, name in _jaxsched_imports(script):
+        mod = importlib.import_module(module)
+        if not hasattr(mod, name):
+            try:
+                importlib.import_module(f"{module}.{name}")
+            except ImportError:
+                missing.append(f"{module}.{name}")
+    assert missing == []
