@@ -22,7 +22,6 @@ from __future__ import annotations
 from functools import partial
 from typing import NamedTuple
 
-import chex
 import jax
 import jax.numpy as jnp
 from jax import lax
@@ -118,6 +117,9 @@ def check_problem(problem: ColonyProblem) -> None:
     """The fields of ``problem`` agree on the batch ``B``, the instruction bucket ``N``, the
     start count ``S`` and the file count ``F`` (checked when traced: a clear error at the
     entry point instead of a gather out of range deep in a step)."""
+    import chex  # here, not at the top: a run whose executables load from the store never
+    #              traces, and the CLI's start-up stays without chex's 0.1 s import
+
     batch, n_instr = problem.dev.valid.shape
     starts, files = problem.start_peak.shape[1:]
     chex.assert_shape(problem.prep.succ, (batch, n_instr + 1, None))

@@ -606,15 +606,7 @@ def _make_region(
         edges = build_edges(instrs, widths, mcpu)
         region = Region.build(name, insts, used, edges, live_in, live_out, through)
     except RegionError as e:
-        return MirRegion(
-            name=name,
-            function=fn.name,
-            block=b.number,
-            instrs=instrs,
-            groups=groups,
-            region=None,
-            problem=str(e),
-        )
+        region, problem = None, str(e)
     return MirRegion(
         name=name,
         function=fn.name,

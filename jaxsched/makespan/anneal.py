@@ -38,7 +38,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
-import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -150,6 +149,8 @@ def init(tab: Tables, strings: jax.Array) -> ChainState:
 
     Pure and jit-able; shapes (``n``, ``B``, ``I``) are the only static configuration.
     """
+    import chex  # when traced only (see `jaxsched.colony.core.check_problem`)
+
     chex.assert_rank(strings, 2)
     chex.assert_type(strings, int)
     cur = decode_batch(tab, strings, warps_of(tab, strings))
@@ -285,6 +286,8 @@ def step(
     """
     n, chains = state.best_string.shape
     cur = state.current
+    import chex  # when traced only
+
     chex.assert_shape([cur.string, cur.cycle, cur.unit], (n, chains))
     chex.assert_shape([cur.makespan, state.best_makespan], (chains,))
     d = draw(key, state.iteration, n, chains, params, chain_axis)
