@@ -269,12 +269,15 @@ def test_bound_at_occupancy_below_random_orders_and_list_schedules(regions, mach
         for c, w, lat in [(6, 8, 20), (10, 4, 80), (16, 2, 40), (5, 1, 9), (6, 5, 20), (9, 3, 30)]
     ]
     pool += [framed_loads(6, 8, 20, 10, 5), framed_loads(7, 4, 30, 3, 0)]
+    # The list schedules of the whole pool: one call per priority (one compile per bucket).
+    listed = [
+        list_schedule_batch(pool, machine, priority=priority, latencies=True)
+        for priority in (("cp", "luc", "nid"), ("luc", "cp", "nid"))
+    ]
     active = 0
-    for region in pool:
+    for k, region in enumerate(pool):
         orders = [random_topological_order(region, rng) for _ in range(6)]
-        for priority in (("cp", "luc", "nid"), ("luc", "cp", "nid")):
-            s = list_schedule_batch([region], machine, priority=priority, latencies=True)[0]
-            orders.append(np.asarray(s.order))
+        orders += [np.asarray(schedules[k].order) for schedules in listed]
         for order in orders:
             rep = verify(region, machine, issue_cycles(region, order), order=order)
             bound = length_lower_bound_at(region, machine, rep.occupancy)
