@@ -18,6 +18,7 @@ from jaxsched.machines.model import gfx906
 from jaxsched.problem.region import Region
 from jaxsched.tune.model import log_prob, order_costs, replay, sample, take, tune_problem
 from jaxsched.tune.train import (
+    _update,
     merged,
     region_surrogate,
     train,
@@ -160,6 +161,8 @@ def test_training_lowers_the_exact_expected_cost():
     trained, log = train([tp], params, **kw)
     assert len(log) == 12 and all(np.isfinite(e.cost) for e in log)
     assert expected(trained) < expected(params) - 0.01
+    compiled = _update._cache_size()
     again, _ = train([tp], params, **kw)
+    assert _update._cache_size() == compiled  # the same settings reuse the compiled step
     for a, b in zip(trained, again, strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

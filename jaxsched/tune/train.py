@@ -11,7 +11,7 @@ its region (leave-one-out: independent of the ant's own sample, so the estimate 
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
+from functools import lru_cache, partial
 from typing import NamedTuple
 
 import jax
@@ -144,8 +144,11 @@ class TrainLog(NamedTuple):
     seconds: float
 
 
+@lru_cache(maxsize=16)
 def optimizer(steps: int, learning_rate: float = 0.05, clip: float = 1.0):
-    """Adam under global-norm clipping, with a cosine-decayed learning rate."""
+    """Adam under global-norm clipping, with a cosine-decayed learning rate. The same settings
+    give the same object: it is a static argument of the jitted update, so a second `train`
+    with the same settings reuses the compiled step."""
     schedule = optax.cosine_decay_schedule(learning_rate, max(steps, 1), alpha=0.1)
     return optax.chain(optax.clip_by_global_norm(clip), optax.adam(schedule))
 
