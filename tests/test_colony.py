@@ -206,6 +206,13 @@ def _inputs(prep, params, *, timed, q0, stall_budget, rp_limit=(999, 999)):
     )
 
 
+#: The lax construction, jitted once for the file (eager calls compile each of its loops).
+_construct_jit = jax.jit(
+    construct.construct_ants,
+    static_argnames=("wavefronts", "wavefront_size", "uniform_exploration"),
+)
+
+
 def _construct(region, *, timed, stall_fraction, uniform, q0=0.3, waves=4, size=8, key=0):
     shape = padded_shape(region, MACHINE)
     dev = jax.tree.map(jnp.asarray, pad_region(region, MACHINE, shape))
@@ -219,7 +226,7 @@ def _construct(region, *, timed, stall_fraction, uniform, q0=0.3, waves=4, size=
         wavefront_size=size,
         uniform_exploration=uniform,
     )
-    out = construct.construct_ants(
+    out = _construct_jit(
         prep,
         inp,
         params,
