@@ -159,18 +159,8 @@ def _first_free(free, unit, start, lane, n_words: int):
     return j * 32 + trailing_zeros(w)
 
 
-def _step(step, carry, tab: Tables, draws: Draws, state: _Flat, scratch: _Scratch, shape, barrier):
-    """One annealing step of the block's chains; carry (current, best) makespans int32[B]."""
-    n, warps, nw = shape
-    m_cur, m_best = carry
-    sigma = tab.schedulers[...]
-    lane = lax.broadcasted_iota(jnp.int32, m_cur.shape, 0)
-    p = draws.p[step]
-    q, move, u_acc = (
-        load(draws.q, step, lane),
-        load(draws.move, step, lane),
-        load(draws.u_acc, step, lane),
-    )
+def _reset(scratch: _Scratch, lane, warps: int, nw: int) -> None:
+    """Empty the candidate's schedule: no cycle packed, every unit free, no warp started."""
 
     def reset_warp(warp, _):
         store(scratch.count, warp, lane, 0)
@@ -186,7 +176,12 @@ def _step(step, carry, tab: Tables, draws: Draws, state: _Flat, scratch: _Scratc
         None,
     )
     lax.fori_loop(0, warps, reset_warp, None)
-    barrier()
+
+
+def _candidate(tab: Tables, state: _Flat, scratch: _Scratch, lane, p, q, move, n, nw, barrier):
+    """The candidate's makespan int32[B]: the current string's first ``p`` positions replayed
+    as they were, then the moved suffix decoded greedily into ``scratch``."""
+    sigma = tab.schedulers[...]
 
     def prefix(position, makespan):
         w, c, u = (
@@ -208,10 +203,13 @@ def _step(step, carry, tab: Tables, draws: Draws, state: _Flat, scratch: _Scratc
         _occupy(w, c, u, k, scratch, tab, sigma, lane, nw, barrier)
         return jnp.maximum(makespan, c + 1)
 
-    m_cand = lax.fori_loop(p, n, suffix, lax.fori_loop(0, p, prefix, jnp.zeros_like(m_cur)))
-    accept = accepts(m_cur, m_cand, u_acc, draws.temp[step])
-    m_cur = jnp.where(accept, m_cand, m_cur)
-    better = m_cur > m_best
+    start = lax.fori_loop(0, p, prefix, jnp.zeros(lane.shape, jnp.int32))
+    return lax.fori_loop(p, n, suffix, start)
+
+
+def _commit(state: _Flat, scratch: _Scratch, lane, accept, better, p, n, barrier) -> None:
+    """Copy the accepted chains' candidate suffix into the state, then the improved chains'
+    string into their best."""
 
     @pl.when(_any(accept))
     def _():
@@ -238,6 +236,25 @@ def _step(step, carry, tab: Tables, draws: Draws, state: _Flat, scratch: _Scratc
         )
         barrier()
 
+
+def _step(step, carry, tab: Tables, draws: Draws, state: _Flat, scratch: _Scratch, shape, barrier):
+    """One annealing step of the block's chains; carry (current, best) makespans int32[B]."""
+    n, warps, nw = shape
+    m_cur, m_best = carry
+    lane = lax.broadcasted_iota(jnp.int32, m_cur.shape, 0)
+    p = draws.p[step]
+    q, move, u_acc = (
+        load(draws.q, step, lane),
+        load(draws.move, step, lane),
+        load(draws.u_acc, step, lane),
+    )
+    _reset(scratch, lane, warps, nw)
+    barrier()
+    m_cand = _candidate(tab, state, scratch, lane, p, q, move, n, nw, barrier)
+    accept = accepts(m_cur, m_cand, u_acc, draws.temp[step])
+    m_cur = jnp.where(accept, m_cand, m_cur)
+    better = m_cur > m_best
+    _commit(state, scratch, lane, accept, better, p, n, barrier)
     return m_cur, jnp.where(better, m_cur, m_best)
 
 
