@@ -9,6 +9,7 @@ import sys
 import time
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
 
 from jaxsched.cli.cluster import Cluster, add_arguments, peer_gone
 from jaxsched.cli.main import (
@@ -22,6 +23,11 @@ from jaxsched.cli.main import (
     seed_type,
 )
 from jaxsched.cli.progress import Progress
+
+if TYPE_CHECKING:  # the CLI imports the library lazily (start-up time)
+    from jaxsched.colony.params import ColonyParams
+    from jaxsched.machines.model import Machine
+    from jaxsched.problem.region import Region
 
 #: Verify every result by default when a run has at most this many regions.
 VERIFY_AUTO_LIMIT = 2000
@@ -306,11 +312,23 @@ def _resumed(args: argparse.Namespace, cluster: Cluster, settings: dict, manifes
     return records
 
 
-def _run(args: argparse.Namespace, cluster: Cluster) -> int:
-    import jaxsched
-    from jaxsched.cli import results
-    from jaxsched.compilation import COMPILED
+class _Plan(NamedTuple):
+    """What a run schedules, settled before the first device call (every process)."""
 
+    machine: Machine
+    regions: list[Region]  # this process's regions
+    names: list[str]  # every region's name, in input order (all processes)
+    settings: dict  # the results file's settings (`_settings`)
+    overrides: dict  # `jaxsched.schedule` keyword overrides from the options
+    params: ColonyParams | None  # ``--params FILE``, or None (the defaults)
+    verify: bool  # verify every result
+    records: dict  # name -> record: results so far (process 0; empty elsewhere)
+    todo: list[int]  # indices into ``regions`` still to schedule
+    pending: int  # regions still to schedule, all processes together
+
+
+def _plan(args: argparse.Namespace, cluster: Cluster) -> _Plan:
+    """Load and check the files and options, and what ``--resume`` keeps."""
     machine = machine_named(args.machine)
     if args.plot is not None and cluster.count > 1:
         raise UsageError("--plot needs a single process (plot from the results file instead)")
@@ -323,26 +341,43 @@ def _run(args: argparse.Namespace, cluster: Cluster) -> int:
     params = _params(args, machine)
     settings = _settings(machine, args.seed, overrides, params)
     cluster.same([settings, args.files, str(args.out), args.resume], "options or files")
-    verify = args.verify if args.verify is not None else len(names) <= VERIFY_AUTO_LIMIT
     records = _resumed(args, cluster, settings, manifest)
     done = set(cluster.first(sorted(records)))
-    todo = [i for i, r in enumerate(regions) if r.name not in done]
-    writer = cluster.writer
-    journal = (
-        results.Journal(args.out, settings, list(records.values())) if args.out and writer else None
+    return _Plan(
+        machine=machine,
+        regions=regions,
+        names=names,
+        settings=settings,
+        overrides=overrides,
+        params=params,
+        verify=args.verify if args.verify is not None else len(names) <= VERIFY_AUTO_LIMIT,
+        records=records,
+        todo=[i for i, r in enumerate(regions) if r.name not in done],
+        pending=len(names) - len(done),
     )
-    bar = Progress(len(names) - len(done), "regions", enabled=not args.quiet and writer)
-    t0, compiled0 = time.perf_counter(), COMPILED.compile_seconds
+
+
+def _schedule_pending(args: argparse.Namespace, cluster: Cluster, plan: _Plan) -> None:
+    """Schedule ``plan.todo``; process 0 adds each batch's records to ``plan.records`` and to
+    the journal of ``--out``, which becomes the results file once every region is in."""
+    import jaxsched
+    from jaxsched.cli import results
+
+    regions, records, machine = plan.regions, plan.records, plan.machine
+    journal = None
+    if args.out and cluster.writer:
+        journal = results.Journal(args.out, plan.settings, list(records.values()))
+    bar = Progress(plan.pending, "regions", enabled=not args.quiet and cluster.writer)
 
     def on_batch(idxs: list[int], batch: list) -> None:
         new = []
         for i, res in zip(idxs, batch, strict=True):
-            region = regions[todo[i]]
-            if verify:
+            region = regions[plan.todo[i]]
+            if plan.verify:
                 jaxsched.verify(region, machine, res.cycles, order=res.order)
-            new.append(_record(region, res, verify))
+            new.append(_record(region, res, plan.verify))
         new = [rec for part in cluster.gather(new) for rec in part]
-        if writer:
+        if cluster.writer:
             records.update((r["name"], r) for r in new)
         if journal is not None:
             journal.add(new)
@@ -352,33 +387,40 @@ def _run(args: argparse.Namespace, cluster: Cluster) -> int:
         bar.note(f"{count} region{'s' * (count > 1)}: iteration {iterations}")
 
     try:
-        if todo or cluster.count > 1:  # every process takes part in every call
+        if plan.todo or cluster.count > 1:  # every process takes part in every call
             jaxsched.schedule(
-                [regions[i] for i in todo],
+                [regions[i] for i in plan.todo],
                 machine,
                 seed=args.seed,
-                params=params,
+                params=plan.params,
                 progress=on_batch,
                 on_iteration=on_iteration,
-                **overrides,
+                **plan.overrides,
             )
     finally:
         bar.close()
-        if journal is not None and len(records) < len(names):
+        if journal is not None and len(records) < len(plan.names):
             journal.close()
-    if not writer:
-        return 0
-    ordered = [records[name] for name in names]
     if journal is not None:
-        journal.finish(args.out, settings, ordered)
+        journal.finish(args.out, plan.settings, [records[name] for name in plan.names])
+
+
+def _run(args: argparse.Namespace, cluster: Cluster) -> int:
+    from jaxsched.compilation import COMPILED
+
+    plan = _plan(args, cluster)
+    t0, compiled0 = time.perf_counter(), COMPILED.compile_seconds
+    _schedule_pending(args, cluster, plan)
+    if not cluster.writer:
+        return 0
     _report(
         args,
-        regions if cluster.count == 1 else None,
-        ordered,
-        machine,
+        plan.regions if cluster.count == 1 else None,
+        [plan.records[name] for name in plan.names],
+        plan.machine,
         time.perf_counter() - t0,
         COMPILED.compile_seconds - compiled0,
-        verify,
+        plan.verify,
     )
     return 0
 
