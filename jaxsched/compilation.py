@@ -107,44 +107,55 @@ class CompileCache:
         skey = None if store is None else executable_key(fn, static, args)
         loaded = None if skey is None else store.load(skey)
         if loaded is not None:
-            exe, dt = loaded.executable, loaded.seconds
-            self.loads += 1
-            self.load_seconds += dt
-            event = CompileEvent(
-                function=name,
-                source="store",
-                trace_s=0.0,
-                lower_s=0.0,
-                compile_s=0.0,
-                load_s=dt,
-                save_s=0.0,
-                size=loaded.size,
-            )
+            exe, dt, event = self._loaded(loaded, name)
         else:
-            exe, times = _compile(fn, static, args)
-            dt = sum(times)
-            self.compilations += 1
-            self.compile_seconds += dt
-            t0 = time.perf_counter()
-            size = 0 if skey is None else store.save(skey, exe)
-            save_s = time.perf_counter() - t0 if size else 0.0
-            self.saves += bool(size)
-            self.save_seconds += save_s
-            self.saved_bytes += size
-            trace_s, lower_s, compile_s = times
-            event = CompileEvent(
-                function=name,
-                source="compiled",
-                trace_s=trace_s,
-                lower_s=lower_s,
-                compile_s=compile_s,
-                load_s=0.0,
-                save_s=save_s,
-                size=size,
-            )
+            exe, dt, event = self._compiled(fn, static, args, name, store, skey)
         self.events.append(event)
         self._cache[key] = exe
         return exe, dt
+
+    def _loaded(self, loaded, name: str) -> tuple[Any, float, CompileEvent]:
+        """Count an executable loaded from the store: (executable, seconds, event)."""
+        self.loads += 1
+        self.load_seconds += loaded.seconds
+        event = CompileEvent(
+            function=name,
+            source="store",
+            trace_s=0.0,
+            lower_s=0.0,
+            compile_s=0.0,
+            load_s=loaded.seconds,
+            save_s=0.0,
+            size=loaded.size,
+        )
+        return loaded.executable, loaded.seconds, event
+
+    def _compiled(
+        self, fn: Callable, static: dict, args: tuple, name: str, store, skey
+    ) -> tuple[Any, float, CompileEvent]:
+        """Compile ``fn`` for ``args`` and save it to ``store`` under ``skey`` (if any):
+        (executable, seconds, event)."""
+        exe, (trace_s, lower_s, compile_s) = _compile(fn, static, args)
+        dt = trace_s + lower_s + compile_s
+        self.compilations += 1
+        self.compile_seconds += dt
+        t0 = time.perf_counter()
+        size = 0 if skey is None else store.save(skey, exe)
+        save_s = time.perf_counter() - t0 if size else 0.0
+        self.saves += bool(size)
+        self.save_seconds += save_s
+        self.saved_bytes += size
+        event = CompileEvent(
+            function=name,
+            source="compiled",
+            trace_s=trace_s,
+            lower_s=lower_s,
+            compile_s=compile_s,
+            load_s=0.0,
+            save_s=save_s,
+            size=size,
+        )
+        return exe, dt, event
 
     def clear(self) -> None:
         """Forget the executables held in memory (the store keeps its entries)."""
