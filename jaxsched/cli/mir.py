@@ -36,6 +36,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _common(imp, schedule=False)
     imp.set_defaults(func=run_import)
 
+    _register_schedule(sub)
+
+    cmp_ = sub.add_parser("compare", help="compile with LLVM's scheduler and with ours")
+    cmp_.add_argument("input", help=".ll file (or pre-scheduler .mir)")
+    cmp_.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    _common(cmp_, schedule=True)
+    cmp_.set_defaults(func=run_compare)
+
+
+def _register_schedule(sub: argparse._SubParsersAction) -> None:
+    """``jaxsched mir schedule``: its inputs, output, colony options and the guard."""
     sch = sub.add_parser(
         "schedule", help="schedule every region of one or more files and write the MIR back"
     )
@@ -84,12 +95,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="no guard: the colony's schedule for every function",
     )
     sch.set_defaults(func=run_schedule)
-
-    cmp_ = sub.add_parser("compare", help="compile with LLVM's scheduler and with ours")
-    cmp_.add_argument("input", help=".ll file (or pre-scheduler .mir)")
-    cmp_.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    _common(cmp_, schedule=True)
-    cmp_.set_defaults(func=run_compare)
 
 
 def _allowance(text: str) -> float:
