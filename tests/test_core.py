@@ -4,14 +4,12 @@ returned schedule verified; the shared primitives (`rp_limits`, greedy timing) p
 
 from __future__ import annotations
 
-import functools
-
 import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import shuffled, stack_trees
+from helpers import shuffled
 
 import jaxsched
 from jaxsched import colony
@@ -68,7 +66,35 @@ def prob(regions):
 
 @pytest.fixture(scope="module")
 def solve_jit():
-    return jax.jit(functools.partial(colony.solve, config=CONFIG))
+    """`colony.solve` with CONFIG under `jit`: every solve in this file has `prob`'s shapes and
+    shares one executable; traced at most once in the whole file (see the retracing test)."""
+    chex.clear_trace_counter()
+
+    @jax.jit
+    @chex.assert_max_traces(n=1)
+    def solve(key, problem, params):
+        return colony.solve(key, problem, params, config=CONFIG)
+
+    return solve
+
+
+@pytest.fixture(scope="module")
+def loop_jit():
+    """The loop driven by the user (as evosax tests its strategies): init, step under
+    `lax.scan`; returns the final state, each step's starting phase and the `solution` of
+    the state after each step."""
+
+    @jax.jit
+    def run(problem, params, key):
+        state = colony.init(key, problem, params, config=CONFIG)
+
+        def body(s, _):
+            new = colony.step(s, problem, params, config=CONFIG)
+            return new, (s.phase, colony.solution(new, problem, params))
+
+        return jax.lax.scan(body, state, None, length=2 * CONFIG.max_iterations)
+
+    return run
 
 
 def test_solve_schedules_are_verified(regions, prob, solve_jit):
@@ -78,85 +104,68 @@ def test_solve_schedules_are_verified(regions, prob, solve_jit):
     assert (np.asarray(sol.iterations) > 0).any(axis=0).all()  # both passes ran somewhere
 
 
-def test_vmap_over_params_equals_separate_calls(regions, prob):
+def test_sweep_equals_separate_calls(regions, prob, solve_jit):
+    """`jaxsched.tune.sweep` (`vmap` over stacked params; the property itself is checked on
+    `colony.run` in test_contract) gives each setting's separate solve, its sums, its best,
+    and the same again for the same key."""
     settings = [
         colony.default_params(cycle_threshold=-1.0, decay=d, explore_scale=x)
         for d, x in [(0.8, 5.0), (0.3, 20.0), (0.95, 1.0)]
     ]
-    solve = functools.partial(colony.solve, config=CONFIG)
     key = jax.random.key(4)
-    many = jax.jit(jax.vmap(solve, in_axes=(None, None, 0)))(key, prob, stack_trees(settings))
-    for k, params in enumerate(settings):
-        one = jax.jit(solve)(key, prob, params)
-        chex.assert_trees_all_equal(_unstack(many, k), one)
-        _check_solution(regions, one)
-    # `jaxsched.tune.sweep` is this vmap with a summary: the same solutions, its sums, its best,
-    # and the same again for the same key.
     out = sweep(key, prob, stack_params(settings), config=CONFIG)
-    chex.assert_trees_all_equal(out.solutions, jax.device_get(many))
+    separate = [jax.device_get(solve_jit(key, prob, params)) for params in settings]
+    for k, one in enumerate(separate):
+        chex.assert_trees_all_equal(_unstack(out.solutions, k), one)
+        _check_solution(regions, one)
     real = np.asarray(prob.real)
-    np.testing.assert_array_equal(out.occupancy, np.asarray(many.occupancy)[:, real].sum(1))
-    np.testing.assert_array_equal(out.length, np.asarray(many.length)[:, real].sum(1))
+    np.testing.assert_array_equal(out.occupancy, [one.occupancy[real].sum() for one in separate])
+    np.testing.assert_array_equal(out.length, [one.length[real].sum() for one in separate])
     best = min(range(3), key=lambda k: (-out.occupancy[k], out.length[k]))
     assert out.best == best
     again = sweep(key, prob, stack_params(settings), config=CONFIG)
     chex.assert_trees_all_equal(again.solutions, out.solutions)
 
 
-def test_no_retracing_across_regions_and_params(regions):
-    @jax.jit
-    @chex.assert_max_traces(n=1)
-    def solve(key, problem, params):
-        return colony.solve(key, problem, params, config=CONFIG)
-
-    chex.clear_trace_counter()
-    first = colony.problem(regions[:1], MACHINE)
+def test_no_retracing_across_regions_and_params(regions, prob, solve_jit):
+    """A problem of each region alone, padded to `prob`'s batch: one canonical shape per
+    bucket, so `solve_jit` (`chex.assert_max_traces(n=1)` over the file) never retraces."""
     for k, region in enumerate(regions):
-        p = colony.problem([region], MACHINE)
-        chex.assert_trees_all_equal_shapes(p, first)  # one canonical shape per bucket
-        sol = solve(jax.random.key(k), p, colony.default_params(decay=0.5 + 0.1 * k))
+        p = colony.problem([region], MACHINE, batch=len(regions))
+        chex.assert_trees_all_equal_shapes(p, prob)  # one canonical shape per bucket
+        sol = solve_jit(jax.random.key(k), p, colony.default_params(decay=0.5 + 0.1 * k))
         _check_solution([region], sol)
 
 
-def test_user_driven_loop_equals_solve(regions, prob):
-    """The loop driven by the user (as evosax tests its strategies): init, step under
-    `lax.scan`, solution."""
+def test_user_driven_loop_equals_solve(regions, prob, solve_jit, loop_jit):
+    """The loop driven by the user (init, step under `lax.scan`, solution) equals `solve`."""
     params = colony.default_params(cycle_threshold=-1.0)
     key = jax.random.key(9)
-    expected = colony.solve(key, prob, params, config=CONFIG)
-
-    @jax.jit
-    def run(problem, params, key):
-        state = colony.init(key, problem, params, config=CONFIG)
-
-        def body(s, _):
-            return colony.step(s, problem, params, config=CONFIG), s.phase
-
-        state, phases = jax.lax.scan(body, state, None, length=2 * CONFIG.max_iterations)
-        return colony.solution(state, problem, params), state, phases
-
-    sol, state, phases = run(prob, params, key)
+    expected = solve_jit(key, prob, params)
+    state, (phases, sols) = loop_jit(prob, params, key)
     assert bool((state.phase == 2).all())  # two capped passes always finish in the budget
     assert bool((phases == 0).any()) and bool((phases == 1).any())
-    chex.assert_trees_all_equal(sol, expected)
-    _check_solution(regions, sol)
+    chex.assert_trees_all_equal(_unstack(sols, -1), expected)
+    _check_solution(regions, _unstack(sols, -1))
 
 
-def test_partial_loop_gives_valid_schedules(regions, prob):
-    """`solution` of a state still in its passes is a valid (best-so-far) result."""
+def test_partial_loop_gives_valid_schedules(regions, prob, loop_jit):
+    """`solution` of a state still in its passes is a valid (best-so-far) result: after
+    every step of the loop."""
     params = colony.default_params(cycle_threshold=-1.0)
-    state = colony.init(jax.random.key(1), prob, params, config=CONFIG)
-    state = colony.step(state, prob, params, config=CONFIG)
-    _check_solution(regions, colony.solution(state, prob, params))
+    _, (phases, sols) = loop_jit(prob, params, jax.random.key(1))
+    assert bool((np.asarray(phases)[1] < 2).any())  # the first steps are inside the passes
+    for t in range(phases.shape[0]):
+        _check_solution(regions, _unstack(sols, t))
 
 
-def test_schedule_is_a_shell_over_solve(regions, prob):
+def test_schedule_is_a_shell_over_solve(regions, prob, solve_jit):
     """`schedule` returns what `solve` computes for the same key and settings."""
     res = jaxsched.schedule(
         regions, MACHINE, seed=7, config=CONFIG, filters=False, starts=("input",)
     )
     params = colony.default_params(cycle_threshold=-1.0, occ_gain=0.0)
-    sol = jax.device_get(colony.solve(jax.random.key(7), prob, params, config=CONFIG))
+    sol = jax.device_get(solve_jit(jax.random.key(7), prob, params))
     for b, (region, r) in enumerate(zip(regions, res, strict=True)):
         assert r.order == tuple(int(x) for x in sol.order[b, : len(region)])
         assert r.source == SOURCES[int(sol.source[b])]
