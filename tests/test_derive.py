@@ -29,7 +29,7 @@ from jaxsched.machines import generic, get_machine
 from jaxsched.machines.model import rp_cost_jax, rp_limits
 from jaxsched.problem.format import load_regions
 from jaxsched.problem.generate import generate_region
-from jaxsched.problem.padded import common_shape, stack
+from jaxsched.problem.padded import PaddedShape, common_shape, padded_shape, stack
 from jaxsched.problem.region import Region
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -74,17 +74,19 @@ def _assert_same(host, ref, what: str) -> None:
         assert np.array_equal(a, b), f"{what} leaf {k}: {a} != {b}"
 
 
-def _check_bucket(regions: list[Region], machine) -> None:
-    """Every region of one bucket, padded to one shape: host derive == jitted derive."""
-    shape = canonical_shape(common_shape(regions, machine))
-    dev, shape = stack(regions, machine, shape)
+def _check(regions: list[Region], machine, shapes: dict[int, PaddedShape]) -> None:
+    """Every region, padded to its bucket's shape in ``shapes`` (keyed by bucket size), alone in
+    a batch of one: host derive == jitted derive. The jitted reference compiles once per shape
+    and machine, whichever test (and region) comes first."""
     iw = machine.issue_width
-    ref = jax.device_get(derive_jax(dev, machine.arrays(), ready_slots=shape.ready, issue_width=iw))
     m = jax.tree.map(np.asarray, machine.arrays())
-    for b, region in enumerate(regions):
-        row = jax.tree.map(lambda x, b=b: x[b], dev)
+    for region in regions:
+        shape = shapes[padded_shape(region, machine).n]
+        dev, shape = stack([region], machine, shape)
+        ref = derive_jax(dev, machine.arrays(), ready_slots=shape.ready, issue_width=iw)
+        want = jax.tree.map(lambda x: x[0], jax.device_get(ref))
+        row = jax.tree.map(lambda x: x[0], dev)
         got = derive_host(row, m, ready_slots=shape.ready, issue_width=iw)
-        want = jax.tree.map(lambda x, b=b: x[b], ref)
         fields = (
             got.prep, got.start_order, got.start_peak, got.start_length,
             got.rp_lower_bound, got.length_lower_bound, got.critical_path,
@@ -92,11 +94,12 @@ def _check_bucket(regions: list[Region], machine) -> None:
         _assert_same(fields, want, f"{machine.name} {region.name} ({len(region)})")
 
 
-def _by_bucket(regions: list[Region], machine) -> list[list[Region]]:
+def _bucket_shapes(regions: list[Region], machine) -> dict[int, PaddedShape]:
+    """Bucket size -> the canonical shape that every given region of the bucket fits in."""
     groups: dict[int, list[Region]] = {}
     for r in regions:
-        groups.setdefault(canonical_shape(common_shape([r], machine)).n, []).append(r)
-    return [groups[n] for n in sorted(groups)]
+        groups.setdefault(padded_shape(r, machine).n, []).append(r)
+    return {n: canonical_shape(common_shape(rs, machine)) for n, rs in groups.items()}
 
 
 @pytest.fixture(scope="module")
@@ -107,26 +110,38 @@ def real_regions() -> list[Region]:
 GENERATED = [(1, 2), (2, 5), (3, 12), (4, 16), (5, 23), (6, 40), (7, 64), (8, 100)]
 
 
-def test_generated_regions_gfx906():
-    regions = [generate_region(s, n) for s, n in GENERATED] + [_chain(1, "one"), _chain(20, "c")]
-    for group in _by_bucket(regions, jaxsched.gfx906()):
-        _check_bucket(group, jaxsched.gfx906())
+@pytest.fixture(scope="module")
+def generated() -> list[Region]:
+    return [generate_region(s, n) for s, n in GENERATED] + [_chain(1, "one"), _chain(20, "c")]
+
+
+@pytest.fixture(scope="module")
+def gfx906_shapes(real_regions, generated) -> dict[int, PaddedShape]:
+    """One shape per bucket (16..512) for the real and generated regions together, so that the
+    two gfx906 tests compile each bucket once."""
+    return _bucket_shapes(real_regions + generated, jaxsched.gfx906())
+
+
+def test_generated_regions_gfx906(generated, gfx906_shapes):
+    _check(generated, jaxsched.gfx906(), gfx906_shapes)
 
 
 @pytest.mark.slow
-def test_real_regions_gfx906(real_regions):
+def test_real_regions_gfx906(real_regions, gfx906_shapes):
     assert len(real_regions) == 60
-    for group in _by_bucket(real_regions, jaxsched.gfx906()):
-        _check_bucket(group, jaxsched.gfx906())
+    assert sorted(gfx906_shapes) == [16, 32, 64, 128, 256, 512]  # every bucket checked
+    _check(real_regions, jaxsched.gfx906(), gfx906_shapes)
 
 
-def test_other_machines_and_issue_width_2(real_regions):
-    """gfx942 (other occupancy tables and target) and a generic machine issuing 2 per cycle."""
-    small = [r for r in real_regions if len(r) <= 64]
-    generated = [generate_region(s, n) for s, n in GENERATED[:7]]
+def test_other_machines_and_issue_width_2(real_regions, generated):
+    """gfx942 (other occupancy tables and target) and a generic machine issuing 2 per cycle,
+    on regions of 2..64 instructions, all padded to one shape (bucket 64's; the gfx906 tests
+    check each bucket's own shape): one compile per machine."""
+    regions = [r for r in real_regions if len(r) <= 64] + generated[:7]  # not 100, no chains
     for machine in (get_machine("gfx942"), generic(issue_width=2)):
-        for group in _by_bucket(small + generated, machine):
-            _check_bucket(group, machine)
+        shape = canonical_shape(common_shape(regions, machine))
+        assert shape.n == 64
+        _check(regions, machine, dict.fromkeys(_bucket_shapes(regions, machine), shape))
 
 
 def test_target_schedule_host_under_tight_limits(real_regions):
