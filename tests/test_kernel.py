@@ -5,8 +5,11 @@ dispatch and the full `schedule` path."""
 
 from __future__ import annotations
 
+from functools import cache, partial
+
 import chex
 import jax
+import jax.experimental.pallas.fuser  # for its side effect (see below)
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -15,7 +18,7 @@ from cuda_lowering import TRITON_CALL, lower_for_cuda
 import jaxsched
 from jaxsched import colony
 from jaxsched.colony import antstate, construct, dispatch, kernel, prepared
-from jaxsched.colony.params import ColonyConfig, default_params
+from jaxsched.colony.params import PER_FILE_WEIGHTS, ColonyConfig, default_params
 from jaxsched.colony.problem import canonical_shape
 from jaxsched.errors import InputError
 from jaxsched.machines.model import gfx906
@@ -23,8 +26,32 @@ from jaxsched.problem.generate import generate_region, generate_regions
 from jaxsched.problem.padded import bucket_size, padded_shape, stack
 from jaxsched.verify import verify_order
 
+# `jax.experimental.pallas.fuser` is imported for its side effect: it adds a value to JAX's
+# tracing context, which the first Pallas interpreter run of a process would otherwise add
+# (its lowering imports it), and a function traced before that is traced again after it.
 MACHINE = gfx906()
 WAVES, WAVE = 2, 16  # 32 ants: blocks of 32 (one program) or 16 (two, see block=16 below)
+
+
+def _default_params():
+    """The default parameters with stall fraction 0.5, the per-file weights (zero) as ``[F]``
+    rows: the same weights (both constructions' shared decision code broadcasts a scalar one
+    to ``[F]`` before use), in the shapes of `_learned_params`, so both share executables.
+    Scalar per-file weights: `test_schedule_with_the_interpreted_kernel_equals_lax`."""
+    p = default_params(stall_fraction=0.5)
+    F = len(MACHINE.file_names)
+    return p._replace(**{k: jnp.broadcast_to(getattr(p, k), (F,)) for k in PER_FILE_WEIGHTS})
+
+
+@partial(jax.jit, static_argnums=(0, 1))
+def _prepare(n: int, ready: int, dev, params, timed, seed):
+    """`_batch`'s device part, jitted (run eagerly, each operation would compile apart): the
+    `Prepared` tables, heuristic keys, pheromone table and ant keys of a stacked batch."""
+    prep = jax.vmap(lambda d: prepared.prepare(d, ready))(dev)
+    key = jax.vmap(prepared.static_key, in_axes=(0, None, 0))(prep, params, timed)
+    B = timed.shape[0]
+    tau = jax.random.uniform(jax.random.key(seed), (B, n + 1, n + 1), minval=1.0, maxval=8.0)
+    return prep, key, tau, jax.random.split(jax.random.key(seed + 1), B)
 
 
 def _batch(regions, seed: int, tau_dtype=jnp.float32, params=None):
@@ -36,19 +63,17 @@ def _batch(regions, seed: int, tau_dtype=jnp.float32, params=None):
     for r in regions[1:]:
         shape = shape.join(padded_shape(r, MACHINE))
     dev_np, shape = stack([r for r in regions for _ in (0, 1)], MACHINE, shape)
-    dev = jax.tree.map(jnp.asarray, dev_np)
-    prep = jax.vmap(lambda d: prepared.prepare(d, shape.ready))(dev)
-    params = default_params(stall_fraction=0.5) if params is None else params
+    params = _default_params() if params is None else params
     rng = np.random.default_rng(seed)
-    B, N = len(regions) * 2, shape.n
+    B = len(regions) * 2
     timed = np.tile([False, True], len(regions))
+    prep, key, tau, keys = _prepare(shape.n, shape.ready, dev_np, params, timed, seed)
     # Per-file RP limits around the input order's peaks: ants above them die.
     peaks = [verify_order(r, MACHINE, np.arange(len(r))).peak_rp for r in regions]
     peak = np.repeat([[p[f] for f in MACHINE.file_names] for p in peaks], 2, axis=0)
     limit = np.maximum(peak - rng.integers(0, 3, peak.shape), 0)
     lower = np.maximum(limit - rng.integers(1, 4, peak.shape), 0)
     soft = np.where(np.arange(B)[:, None] % 4 < 2, limit, lower)
-    tau = jax.random.uniform(jax.random.key(seed), (B, N + 1, N + 1), minval=1.0, maxval=8.0)
     inp = antstate.StepInputs(
         tau=tau.astype(tau_dtype),
         q0=jnp.asarray(rng.choice([0.0, 0.5, 0.9], B), jnp.float32),
@@ -56,22 +81,28 @@ def _batch(regions, seed: int, tau_dtype=jnp.float32, params=None):
         soft_limit=jnp.asarray(soft, jnp.int32),
         stall_budget=jnp.asarray(rng.integers(1, 9, B), jnp.float32),
         timed=jnp.asarray(timed),
-        key=jax.vmap(prepared.static_key, in_axes=(0, None, 0))(prep, params, jnp.asarray(timed)),
+        key=key,
         issue_width=jnp.asarray(rng.integers(1, 3, B), jnp.int32),
     )
-    keys = jax.random.split(jax.random.key(seed + 1), B)
     return prep, inp, params, keys, jnp.int32(max(len(r) for r in regions)), ~timed
+
+
+@cache
+def _jitted(fn, extra: tuple):
+    """One jitted `vmap` of ``fn`` per (function, keyword arguments): tests with the same
+    shapes share its executables (parameters and steps are arguments, not constants)."""
+    kw = dict(wavefronts=WAVES, wavefront_size=WAVE, batch_axis="regions", **dict(extra))
+
+    def one(p, i, params, k, steps, u):
+        return fn(p, i, params, k, steps, uniform_exploration=u, **kw)
+
+    return jax.jit(jax.vmap(one, in_axes=(0, 0, None, 0, None, 0), axis_name="regions"))
 
 
 def _run(fn, prep, inp, params, keys, steps, uniform, **extra):
     """``fn``'s results for a batch, `vmap`ped over regions like the colony (on the host)."""
-    kw = dict(wavefronts=WAVES, wavefront_size=WAVE, batch_axis="regions")
-
-    def one(p, i, k, u):
-        return fn(p, i, params, k, steps, uniform_exploration=u, **kw, **extra)
-
-    out = jax.jit(jax.vmap(one, axis_name="regions"))(prep, inp, keys, jnp.asarray(uniform))
-    return jax.device_get(out)
+    run = _jitted(fn, tuple(sorted(extra.items())))
+    return jax.device_get(run(prep, inp, params, keys, steps, jnp.asarray(uniform)))
 
 
 def _both(prep, inp, params, keys, steps, uniform, block):
@@ -81,14 +112,19 @@ def _both(prep, inp, params, keys, steps, uniform, block):
     return ref, _run(kernel.construct_ants_fused, *args, interpret=True, block=block)
 
 
-@pytest.mark.parametrize(
-    "bucket, tau_dtype",
-    [(16, jnp.float32), (32, jnp.float16), pytest.param(64, jnp.float32, marks=pytest.mark.slow)],
-)
+def _bucket_regions(bucket: int) -> list:
+    """100 generated regions of ``bucket`` (2..16 or 17..32): one batch shape per bucket."""
+    return generate_regions(bucket, 100, 2 if bucket == 16 else bucket // 2 + 1, bucket)
+
+
+# Buckets 16 and 32 with blocks of 16 ants (two programs per region): decision widths (8, 16)
+# and (8, 16, 32); the wide regions below take blocks of 32 and widths 8..128, so a bucket of
+# 64 (widths 8..64, blocks of 16) would run no other code.
+@pytest.mark.parametrize("bucket, tau_dtype", [(16, jnp.float32), (32, jnp.float16)])
 def test_fused_equals_lax_on_generated_regions(bucket, tau_dtype):
-    # 100 regions per bucket (2..16, 17..32, 33..64), both passes each; bucket 32 with a
-    # float16 pheromone table (scored in f32 by both paths).
-    regions = generate_regions(bucket, 100, 2 if bucket == 16 else bucket // 2 + 1, bucket)
+    # 100 regions per bucket (2..16, 17..32), both passes each; bucket 32 with a float16
+    # pheromone table (scored in f32 by both paths).
+    regions = _bucket_regions(bucket)
     assert {bucket_size(len(r)) for r in regions} == {bucket}
     prep, inp, params, keys, steps, uniform = _batch(regions, seed=bucket, tau_dtype=tau_dtype)
     ref, fused = _both(prep, inp, params, keys, steps, uniform, block=16)
@@ -117,8 +153,10 @@ def test_fused_equals_lax_on_generated_regions(bucket, tau_dtype):
 
 @pytest.mark.slow
 def test_fused_equals_lax_on_wide_regions():
-    # Ready lists past 8 slots (several decision widths), one region per block of 32 ants.
+    # Ready lists past 8 slots (several decision widths), one region per block of 32 ants;
+    # with four regions of 33..64 instructions in the same batch (bucket 128).
     regions = [generate_region(s, n) for s, n in [(1, 100), (2, 120), (3, 128), (4, 90)]]
+    regions += generate_regions(64, 4, 33, 64)
     prep, inp, params, keys, steps, uniform = _batch(regions, seed=5)
     assert max(r.ready_list_bound() for r in regions) > 8
     ref, fused = _both(prep, inp, params, keys, steps, uniform, block=32)
@@ -143,14 +181,15 @@ def _learned_params():
 
 
 def test_fused_equals_lax_with_a_learned_heuristic():
-    # Every heuristic feature weighted (the kernel computes the same key), and it matters.
-    regions = generate_regions(16, 40, 4, 16)
+    # Every heuristic feature weighted (the kernel computes the same key), and it matters; on
+    # the bucket-16 regions of `test_fused_equals_lax_on_generated_regions` (the same shapes:
+    # its executables serve).
+    regions = _bucket_regions(16)
     prep, inp, params, keys, steps, uniform = _batch(regions, seed=5, params=_learned_params())
     ref, fused = _both(prep, inp, params, keys, steps, uniform, block=16)
     for name in antstate.AntResults._fields:
         np.testing.assert_array_equal(getattr(ref, name), getattr(fused, name), err_msg=name)
-    default = _run(construct.construct_ants, prep, inp, default_params(stall_fraction=0.5), keys,
-                   steps, uniform)  # fmt: skip
+    default = _run(construct.construct_ants, prep, inp, _default_params(), keys, steps, uniform)
     assert (default.order != ref.order).any()
 
 
@@ -201,7 +240,7 @@ def test_solve_with_the_kernel_lowers_for_cuda(dtype):
 
 @pytest.mark.slow
 def test_schedule_with_the_interpreted_kernel_equals_lax():
-    regions = generate_regions(3, 12, 2, 40)
+    regions = generate_regions(3, 12, 8, 16)  # one bucket: one solve compiled per construction
     kw = dict(ants=64, wavefront_size=32, max_iterations=6, starts=("input",), filters=False)
     ref = jaxsched.schedule(regions, MACHINE, seed=1, construction="lax", **kw)
     fused = jaxsched.schedule(regions, MACHINE, seed=1, construction="interpret", **kw)
@@ -213,8 +252,8 @@ def test_schedule_with_the_interpreted_kernel_equals_lax():
 
 
 def test_parameters_do_not_retrace_the_kernel():
-    region = generate_region(4, 30)
-    prep, inp, _, keys, steps, _ = _batch([region], seed=2)
+    # One row of the bucket-16 batch of `test_fused_equals_lax_on_generated_regions`.
+    prep, inp, _, keys, steps, _ = _batch(_bucket_regions(16), seed=16)
     one = jax.tree.map(lambda x: x[1], (prep, inp))
 
     @jax.jit
