@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import warnings
+from functools import cache, partial
 
 import jax
 import jax.numpy as jnp
@@ -36,6 +37,18 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+@partial(jax.jit, static_argnums=(0, 1))
+def _prepare(n: int, ready: int, dev, params, timed, seed):
+    """`_batch`'s device part, jitted (run eagerly, each operation would compile apart): the
+    `Prepared` tables, pass parameters, heuristic keys, pheromone table and ant keys."""
+    prep = jax.vmap(lambda d: prepared.prepare(d, ready))(dev)
+    pp = jax.vmap(lambda t: pass_params(params, t))(timed)
+    key = jax.vmap(prepared.static_key)(prep, pp, timed)
+    B = timed.shape[0]
+    tau = jax.random.uniform(jax.random.key(seed), (B, n + 1, n + 1), minval=1.0, maxval=8.0)
+    return prep, pp, key, tau, jax.random.split(jax.random.key(seed + 1), B)
+
+
 def _batch(regions, seed: int, tau_dtype=jnp.float32, params=None):
     """Stacked `Prepared` and per-region `StepInputs` of ``regions`` (one padded shape), each
     region twice: RP pass then ILP pass; varied q0, stall budgets, issue widths, RP limits
@@ -44,19 +57,16 @@ def _batch(regions, seed: int, tau_dtype=jnp.float32, params=None):
     for r in regions[1:]:
         shape = shape.join(padded_shape(r, MACHINE))
     dev_np, shape = stack([r for r in regions for _ in (0, 1)], MACHINE, shape)
-    dev = jax.tree.map(jnp.asarray, dev_np)
-    prep = jax.vmap(lambda d: prepared.prepare(d, shape.ready))(dev)
     params = default_params(stall_fraction=0.5) if params is None else params
     rng = np.random.default_rng(seed)
-    B, N = len(regions) * 2, shape.n
+    B = len(regions) * 2
     timed = np.tile([False, True], len(regions))
+    prep, pp, key, tau, keys = _prepare(shape.n, shape.ready, dev_np, params, timed, seed)
     peaks = [verify_order(r, MACHINE, np.arange(len(r))).peak_rp for r in regions]
     peak = np.repeat([[p[f] for f in MACHINE.file_names] for p in peaks], 2, axis=0)
     limit = np.maximum(peak - rng.integers(0, 3, peak.shape), 0)
     lower = np.maximum(limit - rng.integers(1, 4, peak.shape), 0)
     soft = np.where(np.arange(B)[:, None] % 4 < 2, limit, lower)
-    tau = jax.random.uniform(jax.random.key(seed), (B, N + 1, N + 1), minval=1.0, maxval=8.0)
-    pp = jax.vmap(lambda t: pass_params(params, t))(jnp.asarray(timed))
     inp = antstate.StepInputs(
         tau=tau.astype(tau_dtype),
         q0=jnp.asarray(rng.choice([0.0, 0.5, 0.9], B), jnp.float32),
@@ -64,24 +74,31 @@ def _batch(regions, seed: int, tau_dtype=jnp.float32, params=None):
         soft_limit=jnp.asarray(soft, jnp.int32),
         stall_budget=jnp.asarray(rng.integers(1, 9, B), jnp.float32),
         timed=jnp.asarray(timed),
-        key=jax.vmap(prepared.static_key)(prep, pp, jnp.asarray(timed)),
+        key=key,
         issue_width=jnp.asarray(rng.integers(1, 3, B), jnp.int32),
     )
-    keys = jax.random.split(jax.random.key(seed + 1), B)
     return prep, inp, pp, keys, jnp.int32(max(len(r) for r in regions)), ~timed
+
+
+@cache
+def _jitted(fn, waves: int, wave: int):
+    """One jitted `vmap` of ``fn`` (over regions and their pass parameters, like the colony)
+    per (function, ants): tests with the same shapes share its executables (parameters and
+    steps are arguments, not constants)."""
+    kw = dict(wavefronts=waves, wavefront_size=wave)
+    if fn is construct.construct_ants:
+        kw["batch_axis"] = "regions"
+
+    def one(p, i, pp, k, steps, u):
+        return fn(p, i, pp, k, steps, uniform_exploration=u, **kw)
+
+    return jax.jit(jax.vmap(one, in_axes=(0, 0, 0, 0, None, 0), axis_name="regions"))
 
 
 def _run(fn, prep, inp, params, keys, steps, uniform, *, waves: int, wave: int):
     """``fn``'s results for a batch, `vmap`ped over regions (and their pass parameters) like
     the colony, under `jit`."""
-    kw = dict(wavefronts=waves, wavefront_size=wave)
-    if fn is construct.construct_ants:
-        kw["batch_axis"] = "regions"
-
-    def one(p, i, pp, k, u):
-        return fn(p, i, pp, k, steps, uniform_exploration=u, **kw)
-
-    out = jax.jit(jax.vmap(one, axis_name="regions"))(prep, inp, params, keys, jnp.asarray(uniform))
+    out = _jitted(fn, waves, wave)(prep, inp, params, keys, steps, jnp.asarray(uniform))
     return jax.device_get(out)
 
 
@@ -122,6 +139,11 @@ def _learned_params():
     )
 
 
+def _regions(lo: int, hi: int) -> list:
+    """The generated regions of ``lo..hi`` instructions of a case below (one batch shape)."""
+    return generate_regions(lo * 7 + hi, 12 if hi <= 40 else 4, lo, hi)
+
+
 @pytest.mark.parametrize(
     "sizes, waves, wave, tau_dtype",
     [
@@ -131,9 +153,8 @@ def _learned_params():
     ],
 )
 def test_native_equals_lax_on_generated_regions(sizes, waves, wave, tau_dtype):
-    lo, hi = sizes
-    regions = generate_regions(lo * 7 + hi, 12 if hi <= 40 else 4, lo, hi)
-    batch = _batch(regions, seed=hi, tau_dtype=tau_dtype)
+    regions = _regions(*sizes)
+    batch = _batch(regions, seed=sizes[1], tau_dtype=tau_dtype)
     ref = _assert_identical(regions, batch, waves=waves, wave=wave)
     # Not vacuous: ants die, stall, and choose differently.
     assert ref.dead.any() and not ref.dead.all()
@@ -142,11 +163,13 @@ def test_native_equals_lax_on_generated_regions(sizes, waves, wave, tau_dtype):
 
 
 def test_native_equals_lax_with_a_learned_heuristic():
-    regions = generate_regions(5, 10, 8, 48)
-    batch = _batch(regions, seed=5, params=_learned_params())
-    ref = _assert_identical(regions, batch, waves=2, wave=32)
-    default = _batch(regions, seed=5)
-    other = _run(construct.construct_ants, *default, waves=2, wave=32)
+    # The regions, ants and float16 pheromone table of the 17..40 case above: the same shapes
+    # (pass parameters included), its executables serve.
+    regions = _regions(17, 40)
+    batch = _batch(regions, seed=5, tau_dtype=jnp.float16, params=_learned_params())
+    ref = _assert_identical(regions, batch, waves=1, wave=64)
+    default = _batch(regions, seed=5, tau_dtype=jnp.float16)
+    other = _run(construct.construct_ants, *default, waves=1, wave=64)
     assert (other.order != ref.order).any()  # the weights matter
 
 
@@ -157,15 +180,16 @@ def test_native_equals_lax_on_a_large_region():
 
 
 def test_native_under_jit_without_vmap_and_inactive_regions():
-    region = generate_region(2, 50)
-    prep, inp, pp, keys, steps, uniform = _batch([region], seed=3)
+    # One region of the 17..40 case (its batch shape), its ILP pass; ``active`` traced, both ways.
+    prep, inp, pp, keys, steps, uniform = _batch(_regions(17, 40), seed=3)
     prep, inp, pp, keys, uniform = jax.tree.map(lambda x: x[1], (prep, inp, pp, keys, uniform))
     kw = dict(wavefronts=3, wavefront_size=8, uniform_exploration=uniform)
-    ref = jax.jit(lambda: construct.construct_ants(prep, inp, pp, keys, steps, **kw))()
-    nat = jax.jit(lambda: native.construct_ants_native(prep, inp, pp, keys, steps, **kw))()
+    ref = jax.jit(partial(construct.construct_ants, **kw))(prep, inp, pp, keys, steps)
+    run = jax.jit(partial(native.construct_ants_native, **kw))
+    nat = run(prep, inp, pp, keys, steps, active=jnp.bool_(True))
     for name in antstate.AntResults._fields:
         np.testing.assert_array_equal(getattr(ref, name), getattr(nat, name), err_msg=name)
-    idle = native.construct_ants_native(prep, inp, pp, keys, steps, active=False, **kw)
+    idle = run(prep, inp, pp, keys, steps, active=jnp.bool_(False))
     assert (np.asarray(idle.order) == prep.succ.shape[0] - 1).all()  # no step ran
 
 
@@ -313,8 +337,7 @@ def test_a_stored_executable_without_its_target_is_rebuilt(tmp_path):
 
 
 def test_shapes_the_kernel_does_not_take():
-    region = generate_region(1, 12)
-    prep = _batch([region], seed=1)[0]
+    prep = _batch(_regions(8, 16), seed=16)[0]  # the 8..16 case's batch
     assert native.unsupported(prep) is None
     wide = prep._replace(uses=jnp.zeros((2, 13, 65), jnp.int32))
     assert "65 registers per instruction" in native.unsupported(wide)
