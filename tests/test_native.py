@@ -21,7 +21,7 @@ import pytest
 
 import jaxsched
 from jaxsched.colony import antstate, construct, dispatch, native, prepared
-from jaxsched.colony.params import ColonyConfig, default_params, pass_params
+from jaxsched.colony.params import PER_FILE_WEIGHTS, ColonyConfig, default_params, pass_params
 from jaxsched.colony.problem import canonical_shape
 from jaxsched.errors import InputError
 from jaxsched.machines.model import gfx906
@@ -57,7 +57,7 @@ def _batch(regions, seed: int, tau_dtype=jnp.float32, params=None):
     for r in regions[1:]:
         shape = shape.join(padded_shape(r, MACHINE))
     dev_np, shape = stack([r for r in regions for _ in (0, 1)], MACHINE, shape)
-    params = default_params(stall_fraction=0.5) if params is None else params
+    params = _default_params() if params is None else params
     rng = np.random.default_rng(seed)
     B = len(regions) * 2
     timed = np.tile([False, True], len(regions))
@@ -118,9 +118,20 @@ def _assert_identical(regions, batch, *, waves: int, wave: int) -> antstate.AntR
     return ref
 
 
+def _default_params():
+    """The default parameters with stall fraction 0.5, the per-file weights (zero) given per
+    pass and per file (``[2, F]``): the same weights (the shared decision code broadcasts a
+    scalar one to ``[F]``), in the shapes of `_learned_params`, so both share executables.
+    Scalar per-file weights: `test_schedule_with_native_equals_lax`."""
+    p = default_params(stall_fraction=0.5)
+    F = len(MACHINE.file_names)
+    return p._replace(**{k: jnp.zeros((2, F), jnp.float32) for k in PER_FILE_WEIGHTS})
+
+
 def _learned_params():
     """A guiding heuristic using every feature, with weights that are not powers of two (their
-    products round: the fused multiply-adds must match XLA's)."""
+    products round: the fused multiply-adds must match XLA's); the per-file weights differ per
+    pass and per file (``[2, F]``: an ``[F]`` row would be read as per pass)."""
     F = len(MACHINE.file_names)
     return default_params(
         stall_fraction=0.5,
@@ -134,8 +145,12 @@ def _learned_params():
         rp_damping=0.77,
         overflow_damping=0.1,
     )._replace(
-        weight_kill=jnp.linspace(1.1, 0.23, F, dtype=jnp.float32),
-        weight_born=jnp.linspace(-0.71, 0.13, F, dtype=jnp.float32),
+        weight_kill=jnp.stack([jnp.linspace(1.1, 0.23, F), jnp.linspace(0.37, 0.91, F)]).astype(
+            jnp.float32
+        ),
+        weight_born=jnp.stack([jnp.linspace(-0.71, 0.13, F), jnp.linspace(0.29, -0.53, F)]).astype(
+            jnp.float32
+        ),
     )
 
 
