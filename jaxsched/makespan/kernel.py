@@ -159,7 +159,7 @@ def _first_free(free, unit, start, lane, n_words: int):
     return j * 32 + trailing_zeros(w)
 
 
-def _reset(scratch: _Scratch, lane, warps: int, nw: int) -> None:
+def _reset(scratch: _Scratch, lane, warps: int, words: int) -> None:
     """Empty the candidate's schedule: no cycle packed, every unit free, no warp started."""
 
     def reset_warp(warp, _):
@@ -167,20 +167,24 @@ def _reset(scratch: _Scratch, lane, warps: int, nw: int) -> None:
         store(scratch.last, warp, lane, -1)
 
     lax.fori_loop(
-        0, 32 * nw, lambda cycle, _: store(scratch.packed, cycle, lane, jnp.uint32(0)), None
+        0, 32 * words, lambda cycle, _: store(scratch.packed, cycle, lane, jnp.uint32(0)), None
     )
     lax.fori_loop(
         0,
-        NUM_UNITS * nw,
+        NUM_UNITS * words,
         lambda row, _: store(scratch.free, row, lane, jnp.uint32(0xFFFFFFFF)),
         None,
     )
     lax.fori_loop(0, warps, reset_warp, None)
 
 
-def _candidate(tab: Tables, state: _Flat, scratch: _Scratch, lane, p, q, move, n, nw, barrier):
-    """The candidate's makespan int32[B]: the current string's first ``p`` positions replayed
-    as they were, then the moved suffix decoded greedily into ``scratch``."""
+def _candidate(
+    tab: Tables, state: _Flat, scratch: _Scratch, lane, first, last, move, positions, words, barrier
+):
+    """The candidate's makespan int32[B]: the current string before ``first`` (the `Draws`
+    ``p``) replayed as it was, then the moved suffix (``first <= last``, the ``q``; ``move``:
+    see `source_index`) decoded greedily into ``scratch``; ``words``: 32-bit words per unit's
+    bit set."""
     sigma = tab.schedulers[...]
 
     def prefix(position, makespan):
@@ -189,27 +193,29 @@ def _candidate(tab: Tables, state: _Flat, scratch: _Scratch, lane, p, q, move, n
             load(state.cycle, position, lane),
             load(state.unit, position, lane),
         )
-        _occupy(w, c, u, load(scratch.count, w, lane), scratch, tab, sigma, lane, nw, barrier)
+        _occupy(w, c, u, load(scratch.count, w, lane), scratch, tab, sigma, lane, words, barrier)
         return jnp.maximum(makespan, c + 1)
 
     def suffix(position, makespan):
-        w = load(state.string, source_index(position, p, q, move), lane)
+        w = load(state.string, source_index(position, first, last, move), lane)
         k = load(scratch.count, w, lane)
         u = tab.types[k]
-        c = _first_free(scratch.free, u, load(scratch.last, w, lane) + 1, lane, nw)
+        c = _first_free(scratch.free, u, load(scratch.last, w, lane) + 1, lane, words)
         store(scratch.string, position, lane, w)
         store(scratch.cycle, position, lane, c)
         store(scratch.unit, position, lane, u)
-        _occupy(w, c, u, k, scratch, tab, sigma, lane, nw, barrier)
+        _occupy(w, c, u, k, scratch, tab, sigma, lane, words, barrier)
         return jnp.maximum(makespan, c + 1)
 
-    start = lax.fori_loop(0, p, prefix, jnp.zeros(lane.shape, jnp.int32))
-    return lax.fori_loop(p, n, suffix, start)
+    start = lax.fori_loop(0, first, prefix, jnp.zeros(lane.shape, jnp.int32))
+    return lax.fori_loop(first, positions, suffix, start)
 
 
-def _commit(state: _Flat, scratch: _Scratch, lane, accept, better, p, n, barrier) -> None:
-    """Copy the accepted chains' candidate suffix into the state, then the improved chains'
-    string into their best."""
+def _commit(
+    state: _Flat, scratch: _Scratch, lane, accept, better, first: int, positions: int, barrier
+) -> None:
+    """Copy the accepted chains' candidate suffix (positions ``first..positions-1``) into the
+    state, then the improved chains' string into their best."""
 
     @pl.when(_any(accept))
     def _():
@@ -221,14 +227,14 @@ def _commit(state: _Flat, scratch: _Scratch, lane, accept, better, p, n, barrier
             ):
                 store(dst, position, lane, load(src, position, lane), mask=accept)
 
-        lax.fori_loop(p, n, copy, None)
+        lax.fori_loop(first, positions, copy, None)
         barrier()
 
     @pl.when(_any(better))
     def _():
         lax.fori_loop(
             0,
-            n,
+            positions,
             lambda position, _: store(
                 state.best_string, position, lane, load(state.string, position, lane), mask=better
             ),
@@ -239,22 +245,22 @@ def _commit(state: _Flat, scratch: _Scratch, lane, accept, better, p, n, barrier
 
 def _step(step, carry, tab: Tables, draws: Draws, state: _Flat, scratch: _Scratch, shape, barrier):
     """One annealing step of the block's chains; carry (current, best) makespans int32[B]."""
-    n, warps, nw = shape
+    positions, warps, words = shape
     m_cur, m_best = carry
     lane = lax.broadcasted_iota(jnp.int32, m_cur.shape, 0)
-    p = draws.p[step]
-    q, move, u_acc = (
+    first = draws.p[step]
+    last, move, u_acc = (
         load(draws.q, step, lane),
         load(draws.move, step, lane),
         load(draws.u_acc, step, lane),
     )
-    _reset(scratch, lane, warps, nw)
+    _reset(scratch, lane, warps, words)
     barrier()
-    m_cand = _candidate(tab, state, scratch, lane, p, q, move, n, nw, barrier)
+    m_cand = _candidate(tab, state, scratch, lane, first, last, move, positions, words, barrier)
     accept = accepts(m_cur, m_cand, u_acc, draws.temp[step])
     m_cur = jnp.where(accept, m_cand, m_cur)
     better = m_cur > m_best
-    _commit(state, scratch, lane, accept, better, p, n, barrier)
+    _commit(state, scratch, lane, accept, better, first, positions, barrier)
     return m_cur, jnp.where(better, m_cur, m_best)
 
 
