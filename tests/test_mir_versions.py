@@ -4,13 +4,22 @@ machine verifier (``-start-after=machine-scheduler -verify-machineinstrs``); kil
 from __future__ import annotations
 
 import random
+import re
 import shutil
 from pathlib import Path
 
 import pytest
 
 from jaxsched.cli.main import main
-from jaxsched.io.mir import find_llc, ll_to_mir, mir_to_asm, read_mir, write_mir
+from jaxsched.io.mir import (
+    LlcError,
+    find_llc,
+    ll_to_mir,
+    llc_candidates,
+    mir_to_asm,
+    read_mir,
+    write_mir,
+)
 
 DATA = Path(__file__).resolve().parent / "data"
 KERNELS = [DATA / "real" / "nn.ll", DATA / "real" / "histo_final_base.ll"]
@@ -127,3 +136,65 @@ def test_llc_choice(monkeypatch, tmp_path: Path):
     assert find_llc("/bin/true") == "/bin/true"
     monkeypatch.setenv("JAXSCHED_LLC", str(tmp_path / "none"))
     assert find_llc() is None
+
+
+def _fake_llc(path: Path, version: int, stderr: str, marker: Path | None = None) -> Path:
+    """An llc of LLVM ``version`` that fails every compile, printing ``stderr`` (and touching
+    ``marker``)."""
+    touch = f"touch {marker}\n" if marker else ""
+    path.write_text(
+        "#!/bin/sh\n"
+        f'if [ "$1" = --version ]; then echo "LLVM version {version}.0.0"; exit 0; fi\n'
+        f"{touch}echo '{stderr}' >&2\nexit 1\n"
+    )
+    path.chmod(0o755)
+    return path
+
+
+def test_the_default_llc_passes_over_one_that_cannot_read_the_input(monkeypatch, tmp_path):
+    """With no llc chosen, an llc that stops at a parse error of its input (an older LLVM
+    reading a newer one's MIR) is passed over for the next by LLVM version; one that fails
+    otherwise is the answer. A chosen llc is the only one run."""
+    real = next((p for v in reversed(VERSIONS) if (p := llc_of(v))), None)
+    if real is None:
+        pytest.skip("no llc of LLVM 15 or newer is installed")
+    text = ll_to_mir(KERNELS[1], llc=real)
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    old = _fake_llc(bin_ / "llc", 14, "error: /tmp/x/in.mir:6:73: expected type")
+    (bin_ / "llc-19").symlink_to(real)
+    monkeypatch.setenv("PATH", str(bin_))
+    monkeypatch.delenv("JAXSCHED_LLC", raising=False)
+    assert llc_candidates() == [str(old), str(bin_ / "llc-19")]
+    ours = mir_to_asm(text)
+    assert "NumVgprs" in ours and ours == mir_to_asm(text, llc=real)
+    # The chosen llc alone: its own parse error.
+    with pytest.raises(LlcError, match=re.escape("in.mir:6:73: expected type")):
+        mir_to_asm(text, llc=old)
+    # A failure that is not the input's (a crash): reported, no other llc tried.
+    marker = tmp_path / "tried"
+    _fake_llc(bin_ / "llc", 14, "LLVM ERROR: out of registers")
+    _fake_llc(bin_ / "llc-15", 15, "error: in.mir:1:1: x", marker)
+    with pytest.raises(LlcError, match="out of registers"):
+        mir_to_asm(text)
+    assert not marker.exists()
+
+
+def test_schedule_files_guards_newer_mir_with_the_default_llc(monkeypatch, tmp_path):
+    """MIR of LLVM 15+ on a PATH whose default llc is older: the guard runs (no note)."""
+    real = next((p for v in VERSIONS if (p := llc_of(v))), None)
+    if real is None:
+        pytest.skip("no llc of LLVM 15 or newer is installed")
+    from jaxsched.mir_files import schedule_files
+
+    mir = tmp_path / "histo_final_base.mir"
+    mir.write_text(ll_to_mir(KERNELS[1], llc=real))
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    _fake_llc(bin_ / "llc", 14, f"{tmp_path}/in.mir:6:73: warning: ptr type is only supported")
+    (bin_ / "llc-15").symlink_to(real)
+    monkeypatch.setenv("PATH", str(bin_))
+    monkeypatch.delenv("JAXSCHED_LLC", raising=False)
+    (f,) = schedule_files([mir], scheduler=lambda rs: [tuple(range(len(r))) for r in rs])
+    assert f.error is None and f.guard_note == "", f.guard_note
+    assert f.guard and all(d.llvm.vgprs > 0 and d.ours.vgprs > 0 for d in f.guard)

@@ -20,6 +20,7 @@ size from the assembler output of each.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -52,6 +53,7 @@ __all__ = [
     "latency_cpu",
     "ll_to_asm",
     "ll_to_mir",
+    "llc_candidates",
     "llvm_orders",
     "machine_target",
     "mir_to_asm",
@@ -80,27 +82,57 @@ class LlcError(MirError):
         self.stderr = stderr
 
 
+#: The llc names looked for on the PATH, in `find_llc`'s order.
+LLC_NAMES = ("llc", *(f"llc-{v}" for v in range(14, 20)))
+#: llc's report of an input it cannot read (a file, line and column: an older LLVM reading a
+#: newer one's IR or MIR, e.g. llc 14 and opaque pointers, llc 16 and a key LLVM 19 writes).
+_UNREADABLE = re.compile(r"(\.(ll|mir)|YAML):\d+:\d+: ")
+_VERSION = re.compile(r"LLVM version (\d+)")
+
+
 def find_llc(llc: str | os.PathLike | None = None) -> str | None:
     """Path of the llc to run: ``llc`` if given, else ``$JAXSCHED_LLC``, else the first of
-    ``llc``, ``llc-14`` ... ``llc-19`` on the PATH; None if that one is absent."""
+    `LLC_NAMES` on the PATH; None if that one is absent."""
     chosen = str(llc) if llc else os.environ.get("JAXSCHED_LLC")
     if chosen:
         found = shutil.which(chosen)
         if found:
             return found
         return chosen if Path(chosen).is_file() else None
-    for name in ("llc", *(f"llc-{v}" for v in range(14, 20))):
-        p = shutil.which(name)
-        if p:
-            return p
-    return None
+    return next((p for name in LLC_NAMES if (p := shutil.which(name))), None)
+
+
+def llc_candidates(llc: str | os.PathLike | None = None) -> list[str]:
+    """The llcs `run_llc` may run, in order: the chosen one alone (``llc`` or
+    ``$JAXSCHED_LLC``); else `find_llc`'s default, then every other llc on the PATH by LLVM
+    version, lowest first (one per program)."""
+    first = find_llc(llc)
+    if llc or os.environ.get("JAXSCHED_LLC") or first is None:
+        return [first] if first else []
+    found = {os.path.realpath(p): p for name in LLC_NAMES if (p := shutil.which(name))}
+    others = sorted(set(found) - {os.path.realpath(first)}, key=_llvm_version)
+    return [first, *(found[p] for p in others)]
+
+
+@functools.cache
+def _llvm_version(path: str) -> int:
+    """LLVM major version of an llc (``--version``), 0 if it does not say."""
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+    match = _VERSION.search(out.stdout)
+    return int(match.group(1)) if match else 0
 
 
 def run_llc(
     args: Sequence[str], timeout: float = 120.0, *, llc: str | os.PathLike | None = None
 ) -> str:
-    """Run llc (`find_llc` of ``llc``) with ``args``; return its stdout. `LlcError` if missing
-    or failing."""
+    """Run llc with ``args``; return its stdout. `LlcError` if missing or failing.
+
+    The llc is ``llc`` or ``$JAXSCHED_LLC`` when given; else the PATH's default (`find_llc`),
+    and when that one cannot read the input (`_UNREADABLE`: IR or MIR of a newer LLVM) the
+    next of `llc_candidates` that can. A failure is reported as the first llc's."""
     exe = find_llc(llc)
     if exe is None:
         wanted = llc or os.environ.get("JAXSCHED_LLC")
@@ -109,19 +141,36 @@ def run_llc(
             if wanted
             else "llc not found (install LLVM, e.g. apt-get install llvm-15, or pass --llc)"
         )
+    proc = _run_llc_once(exe, args, timeout)
+    if proc.returncode == 0:
+        return proc.stdout
+    error = _llc_error(proc)
+    for other in llc_candidates(llc)[1:] if _UNREADABLE.search(proc.stderr) else []:
+        proc = _run_llc_once(other, args, timeout)
+        if proc.returncode == 0:
+            return proc.stdout
+        if not _UNREADABLE.search(proc.stderr):
+            break
+    raise error
+
+
+def _llc_error(proc: subprocess.CompletedProcess) -> LlcError:
+    """The error of a failed llc run, its message llc's first error line."""
+    lines = [x.strip() for x in proc.stderr.splitlines() if x.strip()]
+    first = next((x for x in lines if "error" in x), lines[-1] if lines else "no message")
+    return LlcError(f"llc failed (exit {proc.returncode}): {first}", proc.stderr)
+
+
+def _run_llc_once(exe: str, args: Sequence[str], timeout: float) -> subprocess.CompletedProcess:
+    """One run of ``exe``; `LlcError` if it cannot start or does not finish in time."""
     try:
-        proc = subprocess.run(
+        return subprocess.run(
             [exe, *args], capture_output=True, text=True, errors="replace", timeout=timeout
         )
     except subprocess.TimeoutExpired:
         raise LlcError(f"llc {' '.join(args)} did not finish in {timeout:g} s") from None
     except OSError as e:
         raise LlcError(f"cannot run {exe}: {e.strerror or e}") from None
-    if proc.returncode != 0:
-        lines = [x.strip() for x in proc.stderr.splitlines() if x.strip()]
-        first = next((x for x in lines if "error" in x), lines[-1] if lines else "no message")
-        raise LlcError(f"llc failed (exit {proc.returncode}): {first}", proc.stderr)
-    return proc.stdout
 
 
 def _target_args(mcpu: str, mattr: str) -> list[str]:
