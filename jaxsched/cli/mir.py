@@ -7,7 +7,8 @@ jaxsched mir compare IN.ll [--json]              # llc with LLVM's scheduler vs 
 
 --machine NAME (an AMDGPU preset) sets llc's -mcpu and the MIR latency table; a MIR file
 compiled for another target-cpu is an error unless --force-target. --llc PATH (or
-$JAXSCHED_LLC) chooses the llc run on .ll inputs and by compare.
+$JAXSCHED_LLC) chooses the llc run on .ll inputs, by the guard and by compare; by default
+the PATH's llc, or the next installed one by LLVM version that can read the input.
 """
 
 from __future__ import annotations
@@ -119,7 +120,8 @@ def _common(p: argparse.ArgumentParser, schedule: bool) -> None:
         "--llc",
         default=None,
         metavar="PATH",
-        help="the llc to run (default $JAXSCHED_LLC, else llc, llc-14 ... on the PATH)",
+        help="the llc to run (default $JAXSCHED_LLC, else llc, llc-14 ... on the PATH: the "
+        "first found, or the next by LLVM version that reads an input it cannot)",
     )
     if schedule:
         p.add_argument("--machine", default="gfx906", help=MACHINE_HELP)
