@@ -37,8 +37,9 @@ from llc_occupancy import compile_ir, strip_target_attributes
 
 from jaxsched.colony import schedule
 from jaxsched.heuristics import issue_cycles
-from jaxsched.io.mir import AsmStats, asm_stats, llvm_orders, read_mir, schedule_orders, write_mir
+from jaxsched.io.mir import AsmStats, asm_stats, read_mir, schedule_orders, write_mir
 from jaxsched.io.mir_guard import worse_than_llvm
+from jaxsched.io.mir_llvm import llvm_orders
 from jaxsched.machines.amdgpu import TARGETS
 from jaxsched.machines.model import get_machine
 from jaxsched.mir_files import MIR_HEADROOM_ALLOWANCE
@@ -148,7 +149,7 @@ def one_target(target: str, files: list[Path], args, tmp: Path) -> dict:
 def compare_file(name, mir, module, orders, machine, target, args) -> list[dict]:
     """Per function of one file: llc's statistics both ways and the model's view."""
     theirs = llvm_orders(
-        module, read_mir("llvm", text=llc(args.llc, target, SCHEDULED_BY_LLVM, mir))
+        module, mcpu=TARGETS[target].mcpu, mattr=TARGETS[target].mattr, llc=args.llc
     )
     llvm_asm = asm_stats(llc(args.llc, target, ["-start-before=machine-scheduler"], mir))
     ours_asm = asm_stats(

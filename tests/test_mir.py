@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-import re
 import subprocess
 from pathlib import Path
 
@@ -16,7 +15,6 @@ from jaxsched.io.mir import (
     asm_stats,
     find_llc,
     ll_to_mir,
-    llvm_orders,
     mir_to_asm,
     read_mir,
     run_llc,
@@ -132,29 +130,6 @@ def test_hand_written_edges():
     assert edges[(0, 1)].latency == 1
     assert r.live_out == ("%1", "%3")
     assert "%3" in r.live_in
-
-
-def _renumbered(text: str, swap: bool = True) -> str:
-    """``text`` with virtual registers %0 and %1 (both vgpr_32) exchanged everywhere (``swap``)
-    or only in their first def, and the two independent stores exchanged, as llc may print a
-    scheduled function."""
-    lines = text.splitlines(keepends=True)
-    stores = [i for i, line in enumerate(lines) if "BUFFER_STORE" in line]
-    lines[stores[0]], lines[stores[1]] = lines[stores[1]], lines[stores[0]]
-    out = "".join(lines)
-    if not swap:
-        return out.replace("%0:vgpr_32 = COPY", "%1:vgpr_32 = COPY", 1)
-    return re.sub(r"%([01])\b", lambda m: f"%{1 - int(m.group(1))}", out)
-
-
-def test_llvm_orders_reads_back_renumbered_registers():
-    m = read_mir("hand.mir", text=_HAND)
-    ident = tuple(range(10))
-    assert llvm_orders(m, read_mir("l.mir", text=_HAND)) == [ident]
-    swapped = (0, 2, 1, *range(3, 10))
-    assert llvm_orders(m, read_mir("l.mir", text=_renumbered(_HAND))) == [swapped]
-    # no one renaming maps the region onto the block (%0 would be both %1 and %0): unread
-    assert llvm_orders(m, read_mir("l.mir", text=_renumbered(_HAND, swap=False))) == [None]
 
 
 def test_bad_mir_has_line_numbers():

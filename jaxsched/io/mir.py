@@ -37,6 +37,7 @@ from jaxsched.io.mir_write import OrderError, check_order, write_mir
 from jaxsched.problem.region import Region
 
 __all__ = [
+    "KEEP_ORDER",
     "AsmStats",
     "LlcError",
     "MirError",
@@ -54,7 +55,6 @@ __all__ = [
     "ll_to_asm",
     "ll_to_mir",
     "llc_candidates",
-    "llvm_orders",
     "machine_target",
     "mir_to_asm",
     "read_input",
@@ -133,6 +133,14 @@ def run_llc(
     The llc is ``llc`` or ``$JAXSCHED_LLC`` when given; else the PATH's default (`find_llc`),
     and when that one cannot read the input (`_UNREADABLE`: IR or MIR of a newer LLVM) the
     next of `llc_candidates` that can. A failure is reported as the first llc's."""
+    return run_llc_process(args, timeout, llc=llc).stdout
+
+
+def run_llc_process(
+    args: Sequence[str], timeout: float = 120.0, *, llc: str | os.PathLike | None = None
+) -> subprocess.CompletedProcess:
+    """`run_llc`, the whole finished process (stdout and stderr, e.g. llc's
+    ``-print-machine-bfi`` report) of the llc that succeeded."""
     exe = find_llc(llc)
     if exe is None:
         wanted = llc or os.environ.get("JAXSCHED_LLC")
@@ -143,12 +151,12 @@ def run_llc(
         )
     proc = _run_llc_once(exe, args, timeout)
     if proc.returncode == 0:
-        return proc.stdout
+        return proc
     error = _llc_error(proc)
     for other in llc_candidates(llc)[1:] if _UNREADABLE.search(proc.stderr) else []:
         proc = _run_llc_once(other, args, timeout)
         if proc.returncode == 0:
-            return proc.stdout
+            return proc
         if not _UNREADABLE.search(proc.stderr):
             break
     raise error
@@ -234,21 +242,51 @@ def mir_to_asm(
     llc: str | os.PathLike | None = None,
     verify: bool = False,
     stop: str | None = None,
+    extra: Sequence[str] = (),
 ) -> str:
     """Assembly from MIR stopped before the machine scheduler.
 
-    ``start="-start-after"`` keeps the MIR's instruction order (ours);
+    ``start="-start-after"`` keeps the MIR's instruction order (ours; llc runs with
+    `KEEP_ORDER`);
     ``start="-start-before"`` runs LLVM's scheduler on it (LLVM's order). ``verify`` adds
     ``-verify-machineinstrs`` (llc's machine verifier). ``stop``: a pass to stop after, the
     output then MIR instead of assembly (``stop="machine-scheduler"`` with
-    ``start="-start-before"``: LLVM's schedule as MIR).
+    ``start="-start-before"``: LLVM's schedule as MIR). ``extra``: more llc options (e.g.
+    ``-misched=gcn-max-ilp``, LLVM's other scheduling strategies).
     """
+    args = [*extra, *(["-verify-machineinstrs"] if verify else [])]
+    return compile_mir(
+        mir_text, mcpu=mcpu, start=start, mattr=mattr, llc=llc, stop=stop, extra=args
+    ).stdout
+
+
+def compile_mir(
+    mir_text: str,
+    *,
+    mcpu: str = MCPU,
+    start: str = "-start-after",
+    mattr: str = "",
+    llc: str | os.PathLike | None = None,
+    stop: str | None = None,
+    extra: Sequence[str] = (),
+) -> subprocess.CompletedProcess:
+    """`mir_to_asm`'s llc run, the whole process (its stderr holds what ``extra`` options such
+    as ``-print-machine-bfi`` report). `LlcError` if llc is missing or fails."""
+    where = list(KEEP_ORDER) if start == "-start-after" else [f"{start}=machine-scheduler"]
     with tempfile.TemporaryDirectory() as d:
         p = Path(d) / "in.mir"
         p.write_text(mir_text)
-        args = [*_target_args(mcpu, mattr), f"{start}=machine-scheduler", str(p), "-o", "-"]
+        args = [*_target_args(mcpu, mattr), *where, str(p), "-o", "-"]
         args += [f"-stop-after={stop}"] if stop else []
-        return run_llc(args + (["-verify-machineinstrs"] if verify else []), llc=llc)
+        return run_llc_process([*args, *extra], llc=llc)
+
+
+#: llc's options that compile MIR in its own instruction order: the machine scheduler's pass
+#: runs but schedules nothing, and every pass after it runs. (``-start-after=machine-scheduler``
+#: would also skip the passes LLVM inserts right after the scheduler, SI Whole Quad Mode, the
+#: pre-RA exec mask optimisation and memory clause formation, which LLVM's own compile runs:
+#: the code of an order would not be the code LLVM makes of that order.)
+KEEP_ORDER = ("-start-before=machine-scheduler", "-enable-misched=false")
 
 
 _TARGET_CPU = re.compile(r'"target-cpu"="([^"]*)"')
@@ -407,63 +445,6 @@ def compare(
     a, b = asm_stats(llvm_asm), asm_stats(ours_asm)
     rows = [KernelComparison(f, a[f], b[f]) for f in a if f in b]
     return rows, module, notes
-
-
-def llvm_orders(module: MirModule, scheduled: MirModule) -> list[tuple[int, ...] | None]:
-    """The order LLVM's scheduler gave each region of ``module``.
-
-    ``scheduled`` is the same code dumped after LLVM's scheduler (``llc
-    -stop-after=machine-scheduler``); instructions are matched by text within their block (the
-    k-th copy of a text to the k-th). llc numbers virtual registers anew when it prints MIR it
-    read, so where the texts differ, they are matched with the register numbers left out, and
-    kept only when one renaming of the registers maps the region onto the block (the same
-    register always to the same, two never to one). None where a region's instructions cannot
-    all be found.
-    """
-    blocks = {
-        (f.name, b.number): [i.text for i in b.instrs]
-        for f in scheduled.functions
-        for b in f.blocks
-    }
-    out: list[tuple[int, ...] | None] = []
-    for mr in module.regions:
-        texts = blocks.get((mr.function, mr.block), [])
-        mine = [ins.text for ins in mr.instrs]
-        pos = _match(mine, texts, lambda t: t) or _renamed(mine, texts)
-        out.append(tuple(sorted(range(len(pos)), key=pos.__getitem__)) if pos else None)
-    return out
-
-
-_VREG = re.compile(r"%[0-9]+\b")
-
-
-def _match(mine: list[str], texts: list[str], key) -> list[int]:
-    """Positions in ``texts`` of ``mine`` (the k-th of a ``key`` to the k-th), [] if any is
-    missing."""
-    where: dict[str, list[int]] = {}
-    for j, t in enumerate(texts):
-        where.setdefault(key(t), []).append(j)
-    seen: dict[str, int] = {}
-    pos: list[int] = []
-    for text in mine:
-        k, cand = seen.get(key(text), 0), where.get(key(text), [])
-        if k >= len(cand):
-            return []
-        pos.append(cand[k])
-        seen[key(text)] = k + 1
-    return pos
-
-
-def _renamed(mine: list[str], texts: list[str]) -> list[int]:
-    """`_match` with virtual register numbers left out, kept when one injective renaming of
-    the registers maps every matched pair."""
-    pos = _match(mine, texts, lambda t: _VREG.sub("%", t))
-    names: dict[str, str] = {}
-    for text, j in zip(mine, pos, strict=False):
-        for a, b in zip(_VREG.findall(text), _VREG.findall(texts[j]), strict=True):
-            if names.setdefault(a, b) != b:
-                return []
-    return pos if len(set(names.values())) == len(names) else []
 
 
 def machine_target(machine_name: str) -> tuple[str, str] | None:
