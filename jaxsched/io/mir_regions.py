@@ -13,8 +13,11 @@ Rules (see ``docs/frontends.md``):
 * Memory: instructions with side effects (unknown opcodes included), volatile or atomic
   accesses and memory instructions without memory operands are ordered against every memory
   access and each other; two other accesses, one a store, are ordered unless their address
-  spaces cannot alias, they are different stack objects, or they use one base with disjoint
-  byte ranges. Invariant dereferenceable loads are never ordered.
+  spaces cannot alias, they are different stack objects, they use one base with disjoint
+  byte ranges, or the embedded IR proves their IR values apart as LLVM's BasicAA does
+  (`jaxsched.io.mir_alias`: different identified objects, an argument and a function-local
+  object, disjoint byte ranges at constant offsets from one base value). Invariant
+  dereferenceable loads are never ordered.
 * Pressure: virtual registers only, file and width from the register class; liveness from a
   whole-function backward data-flow analysis (a sub-register def without ``undef`` reads the
   register).
@@ -27,6 +30,7 @@ import re
 from dataclasses import dataclass
 
 from jaxsched.io import latency as lat
+from jaxsched.io.mir_alias import IrFunction, read_ir
 from jaxsched.io.mir_parse import (
     MemOperand,
     MirBlock,
@@ -291,11 +295,15 @@ def _mem_kind(ins: MirInstr) -> _MemKind:
 
 # ---------------------------------------------------------------------- dependence graph
 def build_edges(
-    instrs: tuple[MirInstr, ...], widths: dict[str, int | None], mcpu: str = lat.DEFAULT_CPU
+    instrs: tuple[MirInstr, ...],
+    widths: dict[str, int | None],
+    mcpu: str = lat.DEFAULT_CPU,
+    ir: IrFunction | None = None,
 ) -> list[Edge]:
     """All dependence edges among ``instrs`` (ids = positions), see the module docstring;
-    data edges carry ``mcpu``'s latencies."""
-    deps = _Dependences(instrs, widths, lat.latency_table(mcpu))
+    data edges carry ``mcpu``'s latencies; ``ir``, the function's IR, rules out memory edges
+    between accesses it proves apart (`jaxsched.io.mir_alias`)."""
+    deps = _Dependences(instrs, widths, lat.latency_table(mcpu), ir)
     for i, ins in enumerate(instrs):
         eff = _effects(ins, widths)
         for reg, mask in eff.vuses:
@@ -312,9 +320,13 @@ class _Dependences:
     (virtual registers per lane bit, physical units, memory accesses since the last barrier)."""
 
     def __init__(
-        self, instrs: tuple[MirInstr, ...], widths: dict[str, int | None], table: dict[str, int]
+        self,
+        instrs: tuple[MirInstr, ...],
+        widths: dict[str, int | None],
+        table: dict[str, int],
+        ir: IrFunction | None = None,
     ) -> None:
-        self.instrs, self.widths = instrs, widths
+        self.instrs, self.widths, self.ir = instrs, widths, ir
         self.latency = [table[lat.latency_class(x.opcode)] for x in instrs]  # per instruction
         self.edges: list[Edge] = []
         self.vdefs: dict[
@@ -399,7 +411,9 @@ class _Dependences:
             return
         for j, other, jins in self.accesses:
             if (other.store or kind.store) and any(
-                mem_may_alias(x, y) for x in jins.mem for y in ins.mem
+                mem_may_alias(x, y) and (self.ir is None or self.ir.may_alias(x, y))
+                for x in jins.mem
+                for y in ins.mem
             ):
                 self._edge(j, i, lat.ORDER_LATENCY, "other")
         self.accesses.append((i, kind, ins))
@@ -528,6 +542,7 @@ def extract_regions(
     """Every scheduling region of ``module`` with at least ``min_size`` instructions, edges
     with ``mcpu``'s latencies."""
     lat.latency_table(mcpu)  # an unknown target fails here, before any work
+    ir = read_ir(module.lines)
     out: list[MirRegion] = []
     for fn in module.functions:
         inline: dict[str, str] = {}
@@ -549,7 +564,9 @@ def extract_regions(
             live = _live_before_each(b, live_out[b.number])
             for k, run in enumerate(runs):
                 name = f"{fn.name}:bb.{b.number}:{k}"
-                region = _make_region(name, fn, b, run, live, regs_all, widths, inline, mcpu)
+                region = _make_region(
+                    name, fn, b, run, live, regs_all, widths, inline, mcpu, ir.function(fn.name)
+                )
                 out.append(region)
     return out
 
@@ -564,6 +581,7 @@ def _make_region(
     widths: dict[str, int | None],
     inline: dict[str, str],
     mcpu: str,
+    ir: IrFunction | None = None,
 ) -> MirRegion:
     instrs = tuple(b.instrs[k] for k in run)
     groups = tuple((b.instrs[k].line, *b.trailing[k]) for k in run)
@@ -603,7 +621,7 @@ def _make_region(
             reg = regs_all.get(r)
             if reg is not None:
                 through[reg.file] = through.get(reg.file, 0) + reg.width
-        edges = build_edges(instrs, widths, mcpu)
+        edges = build_edges(instrs, widths, mcpu, ir)
         region = Region.build(name, insts, used, edges, live_in, live_out, through)
     except RegionError as e:
         region, problem = None, str(e)
