@@ -25,13 +25,12 @@ from jaxsched.io.mir import (
     asm_stats,
     find_llc,
     ll_to_mir,
-    llvm_orders,
     mir_to_asm,
     read_mir,
-    run_llc,
     schedule_orders,
     write_mir,
 )
+from jaxsched.io.mir_llvm import llvm_orders
 from jaxsched.machines.model import get_machine
 from jaxsched.verify import verify
 
@@ -41,27 +40,6 @@ import harness
 SCHEDULER = "jaxsched.colony.schedule"
 ROOT = Path(__file__).resolve().parent.parent
 REPORTS = ROOT / "benchmarks" / "reports"
-
-
-def _llvm_scheduled(path: Path, mir_text: str) -> str:
-    if path.suffix == ".ll":
-        return ll_to_mir(path, stop_before="si-wqm")
-    tmp = REPORTS / "_tmp_corpus.mir"
-    tmp.write_text(mir_text)
-    try:
-        return run_llc(
-            [
-                "-march=amdgcn",
-                "-mcpu=gfx906",
-                "-start-before=machine-scheduler",
-                "-stop-before=si-wqm",
-                str(tmp),
-                "-o",
-                "-",
-            ]
-        )
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def _model(region, order, machine) -> tuple[int, int]:
@@ -84,7 +62,7 @@ def run_file(path: Path, machine, seed: int) -> dict:
     t0 = time.perf_counter()
     schedule_orders(module, scheduler, name=SCHEDULER)
     t_warm = time.perf_counter() - t0
-    theirs = llvm_orders(module, read_mir("llvm", text=_llvm_scheduled(path, mir_text)))
+    theirs = llvm_orders(module)
     rows = []
     for mr, ours, llvm in zip(regions, orders, theirs, strict=True):
         if mr.region is None or llvm is None:

@@ -38,7 +38,7 @@ from llc_occupancy import compile_ir, strip_target_attributes
 from jaxsched.colony import schedule
 from jaxsched.heuristics import issue_cycles
 from jaxsched.io.mir import AsmStats, asm_stats, read_mir, schedule_orders, write_mir
-from jaxsched.io.mir_guard import worse_than_llvm
+from jaxsched.io.mir_select import worse_than_llvm
 from jaxsched.io.mir_llvm import llvm_orders
 from jaxsched.machines.amdgpu import TARGETS
 from jaxsched.machines.model import get_machine
@@ -186,7 +186,7 @@ SCHEDULED_BY_LLVM = ["-start-before=machine-scheduler", "-stop-after=machine-sch
 
 
 def guarded(k: dict) -> dict:
-    """A function's figures with the guard (`jaxsched.io.mir_guard`): LLVM's where ours is
+    """A function's figures with the guard (`jaxsched.io.mir_select`): LLVM's where ours is
     worse after allocation, else ours (what ``mir schedule`` writes when llc is at hand)."""
     worse = worse_than_llvm(AsmStats(**k["ours"]), AsmStats(**k["llvm"]))
     return k["llvm"] if worse else k["ours"]

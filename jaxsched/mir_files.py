@@ -1,6 +1,7 @@
 """Schedule LLVM MIR files with a solver: every region of every file in one scheduler call,
-each file's MIR written back, checked and measured, and, when llc is at hand, guarded after
-register allocation (`jaxsched.io.mir_guard`: never worse than LLVM's own scheduler).
+each file's MIR written back, checked and measured, and, when llc is at hand, the allocator in
+the loop (`jaxsched.io.mir_select`): per function, the fastest of our schedule and LLVM's own
+after register allocation, judged by LLVM's machine model, never worse than LLVM's.
 
 The front end (`jaxsched.io`) imports no solver; this module wires it to the colony::
 
@@ -21,8 +22,10 @@ from jaxsched.io.mir import (
     MCPU,
     LlcError,
     MirModule,
+    OrderError,
     Orders,
     Scheduler,
+    check_order,
     check_target,
     find_llc,
     machine_target,
@@ -30,8 +33,9 @@ from jaxsched.io.mir import (
     schedule_modules,
     write_mir,
 )
-from jaxsched.io.mir_guard import Decision, GuardError
-from jaxsched.io.mir_guard import guard as guard_module
+from jaxsched.io.mir_judge import McaError
+from jaxsched.io.mir_llvm import llvm_schedule
+from jaxsched.io.mir_select import LLVM, Candidate, Choice, SelectError, select
 from jaxsched.machines.model import Machine
 from jaxsched.problem.region import Region
 
@@ -49,8 +53,9 @@ class Summary(NamedTuple):
 class FileSchedule:
     """One input of `schedule_files`: either ``error`` (why the file failed: it names the
     file), or the module, its orders and notes, the MIR text to write, the input's and the
-    schedule's `Summary` (the model's), and the guard's decision per function (llc's figures
-    with LLVM's scheduler and with ours; ``text`` holds LLVM's schedule where it kept it)."""
+    schedule's `Summary` (the model's), and the guard's choice per function (the judge's and
+    llc's figures with LLVM's scheduler, of every candidate and of what is written; ``text``
+    holds LLVM's schedule where it kept it)."""
 
     path: str
     error: str | None = None
@@ -60,8 +65,9 @@ class FileSchedule:
     text: str = ""
     before: Summary | None = None
     after: Summary | None = None
-    guard: list[Decision] = field(default_factory=list)  # per function, when guarded
+    guard: list[Choice] = field(default_factory=list)  # per function, when guarded
     guard_note: str = ""  # why the guard did not run (llc missing or failing), if it did not
+    llvm_mir: str = ""  # LLVM's scheduled MIR of the module (when guarded)
 
     @property
     def changed(self) -> int:
@@ -81,6 +87,8 @@ def schedule_files(
     llc: str | os.PathLike | None = None,
     force_target: bool = False,
     guard: bool | None = None,
+    strategies: Sequence[str] = (),
+    mca: str | os.PathLike | None = None,
 ) -> list[FileSchedule]:
     """Schedule every region of every file in ONE scheduler call; one `FileSchedule` per path.
 
@@ -96,11 +104,16 @@ def schedule_files(
         machine's.
       llc: the llc to run (`find_llc`).
       force_target: schedule a MIR file whose IR names another ``target-cpu`` (`check_target`).
-      guard: after scheduling, compile each file both ways with llc and keep LLVM's schedule
-        for every function where ours ends with lower occupancy, more spills or more scratch
-        (`jaxsched.io.mir_guard`). None (default): when llc is found, and a failing llc only
-        leaves a ``guard_note``; True: llc is required (a failure is the file's error); False:
-        off.
+      guard: after scheduling, the allocator in the loop (`jaxsched.io.mir_select.select`):
+        each file compiled with llc with our schedule, LLVM's, and LLVM's ``strategies``, the
+        final code judged by llvm-mca (``mca``), and per function the fastest written that
+        does not end with lower occupancy, more spills or more scratch than LLVM's. None
+        (default): when llc is found, and a failing llc only leaves a ``guard_note``; True:
+        llc is required (a failure is the file's error); False: off.
+      strategies: LLVM's other scheduling strategies also tried (``-misched`` names, e.g.
+        ``gcn-max-ilp``); one that llc cannot run on a file is left out with a note.
+      mca: the llvm-mca to run (`jaxsched.io.mir_judge.find_mca`); without one, functions are
+        chosen by llc's occupancy, spills and scratch alone (ours unless worse).
     A file that cannot be read (missing, malformed, llc fails, another target) gets its
     ``error``; the others are still scheduled. Every order is checked (`check_order`) and
     measured (`jaxsched.verify.verify`); results do not depend on which files share the call.
@@ -115,30 +128,76 @@ def schedule_files(
         scheduler = colony_scheduler(machine, seed, time_limit)
     results = schedule_modules([f.module for f in good], scheduler, name=name)
     guarded = guard if guard is not None else find_llc(llc) is not None
+    tools = _Tools(mcpu=mcpu, mattr=mattr, llc=llc, mca=mca, strategies=tuple(strategies))
     for f, (orders, notes) in zip(good, results, strict=True):
         f.orders, f.notes = orders, notes
         _finish_one(f, machine)
         if guarded and f.error is None:
-            _guard_one(f, mcpu, mattr, llc, required=guard is True)
+            _guard_one(f, tools, required=guard is True)
     return files
 
 
-def _guard_one(
-    f: FileSchedule, mcpu: str, mattr: str, llc: str | os.PathLike | None, required: bool
-) -> None:
-    """Guard ``f.text`` after register allocation (`jaxsched.io.mir_guard.guard`)."""
+class _Tools(NamedTuple):
+    """What the guard runs: llc's target, llc, llvm-mca and LLVM's other strategies."""
+
+    mcpu: str
+    mattr: str
+    llc: str | os.PathLike | None
+    mca: str | os.PathLike | None
+    strategies: tuple[str, ...]
+
+
+def _guard_one(f: FileSchedule, tools: _Tools, required: bool) -> None:
+    """Choose each function's schedule of ``f`` after register allocation
+    (`jaxsched.io.mir_select.select`), ours among LLVM's."""
     assert f.module is not None
     try:
-        f.text, f.guard = guard_module(
-            f.module.text, f.text, mcpu=mcpu, mattr=mattr, llc=llc, source=f.path
+        f.text, f.guard = select(
+            f.module,
+            _candidates(f, tools),
+            mcpu=tools.mcpu,
+            mattr=tools.mattr,
+            llc=tools.llc,
+            mca=tools.mca,
+            llvm_mir=f.llvm_mir,
         )
-    except GuardError as e:
+    except SelectError as e:
         f.error, f.text = _named(f.path, str(e)), ""
-    except LlcError as e:
+    except (LlcError, McaError) as e:
         if required:
-            f.error, f.text = _named(f.path, f"the guard needs llc: {e}"), ""
+            f.error, f.text = _named(f.path, f"the guard needs llc and llvm-mca: {e}"), ""
         else:
             f.guard_note = f"not guarded after register allocation: {e}"
+
+
+def _candidates(f: FileSchedule, tools: _Tools) -> list[Candidate]:
+    """Our schedule, LLVM's default one and its other ``strategies`` as orders of ``f``'s
+    regions (an LLVM order our model cannot write, e.g. one crossing a dependence our
+    model keeps, is the input order)."""
+    assert f.module is not None
+    kw = dict(mcpu=tools.mcpu, mattr=tools.mattr, llc=tools.llc)
+    llvm = llvm_schedule(f.module, **kw)
+    f.llvm_mir = llvm.mir
+    out = [Candidate("ours", f.orders), Candidate(LLVM, _writable(f.module, llvm.orders))]
+    for name in tools.strategies:
+        try:
+            theirs = llvm_schedule(f.module, extra=[f"-misched={name}"], **kw).orders
+        except LlcError as e:
+            f.notes.append(f"LLVM's strategy {name} left out: {e}")
+            continue
+        out.append(Candidate(f"{LLVM}:{name}", _writable(f.module, theirs)))
+    return out
+
+
+def _writable(module: MirModule, orders: Orders) -> Orders:
+    """``orders`` with each one `check_order` refuses replaced by None (the input order)."""
+    out: Orders = []
+    for mr, order in zip(module.regions, orders, strict=True):
+        try:
+            out.append(None if order is None else check_order(mr, order))
+        except OrderError:
+            out.append(None)
+    return out
 
 
 def _default_machine() -> Machine:

@@ -197,4 +197,4 @@ def test_schedule_files_guards_newer_mir_with_the_default_llc(monkeypatch, tmp_p
     monkeypatch.delenv("JAXSCHED_LLC", raising=False)
     (f,) = schedule_files([mir], scheduler=lambda rs: [tuple(range(len(r))) for r in rs])
     assert f.error is None and f.guard_note == "", f.guard_note
-    assert f.guard and all(d.llvm.vgprs > 0 and d.ours.vgprs > 0 for d in f.guard)
+    assert f.guard and all(c.llvm.stats.vgprs > 0 and c.final.stats.vgprs > 0 for c in f.guard)

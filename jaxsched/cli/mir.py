@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -284,19 +285,38 @@ def run_schedule(args: argparse.Namespace) -> int:
 
 
 def _report_guard(f) -> None:
-    """Per function, llc's verdict after register allocation: LLVM's scheduler -> ours
-    (VGPRs, occupancy, spills), and what the guard kept."""
+    """Per function, the final code after register allocation (llc) and its time by the judge
+    (llvm-mca cycles per wave slot): LLVM's scheduler -> what is written, and why."""
     if f.guard_note:
         print(f"  {f.guard_note}", file=sys.stderr)
-    for d in f.guard:
-        a, b = d.llvm, d.ours
+    for c in f.guard:
+        a, b = c.llvm, c.final
         line = (
-            f"  {d.function}: after RA (llc), LLVM's scheduler -> ours: VGPRs {a.vgprs} -> "
-            f"{b.vgprs}, occupancy {a.occupancy} -> {b.occupancy}, spills {a.spills} -> "
-            f"{b.spills}"
+            f"  {c.function}: after RA (llc), LLVM's scheduler -> written: VGPRs "
+            f"{a.stats.vgprs} -> {b.stats.vgprs}, occupancy {a.occupancy} -> {b.occupancy}, "
+            f"spills {a.stats.spills} -> {b.stats.spills}, cycles per wave slot "
+            f"{_cycles(a)} -> {_cycles(b)}"
         )
-        kept = f"kept LLVM's schedule ({d.reason})" if d.kept == "llvm" else "kept ours"
-        print(f"{line}; {kept}")
+        print(f"{line}; {_kept(c)}")
+
+
+def _cycles(fig) -> str:
+    """A judge's figure: cycles per wave slot (llvm-mca cycles x block frequencies /
+    occupancy), or why there is none."""
+    return "? (no llvm-mca)" if math.isnan(fig.time) else f"{fig.time:.1f}"
+
+
+def _kept(c) -> str:
+    """What the guard wrote for a function and why."""
+    from jaxsched.io.mir_select import LLVM, LLVM_MIR
+
+    if c.kept == LLVM_MIR:
+        return f"kept LLVM's schedule ({c.reason})"
+    if c.kept == LLVM or c.kept.startswith(f"{LLVM}:"):
+        strategy = c.kept.partition(":")[2] or "default"
+        return f"kept LLVM's schedule ({strategy} strategy, as our orders; {c.reason})"
+    gain = 1 - c.final.time / c.llvm.time if c.llvm.time > 0 else 0.0
+    return f"kept ours ({100 * gain:+.1f}% time)" if not math.isnan(gain) else "kept ours"
 
 
 def _input_orders(regions) -> list[tuple[int, ...]]:

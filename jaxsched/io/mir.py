@@ -269,15 +269,18 @@ def compile_mir(
     llc: str | os.PathLike | None = None,
     stop: str | None = None,
     extra: Sequence[str] = (),
+    stop_before: str | None = None,
 ) -> subprocess.CompletedProcess:
     """`mir_to_asm`'s llc run, the whole process (its stderr holds what ``extra`` options such
-    as ``-print-machine-bfi`` report). `LlcError` if llc is missing or fails."""
+    as ``-print-machine-bfi`` report); ``stop_before``: a pass to stop before (MIR out).
+    `LlcError` if llc is missing or fails."""
     where = list(KEEP_ORDER) if start == "-start-after" else [f"{start}=machine-scheduler"]
     with tempfile.TemporaryDirectory() as d:
         p = Path(d) / "in.mir"
         p.write_text(mir_text)
         args = [*_target_args(mcpu, mattr), *where, str(p), "-o", "-"]
         args += [f"-stop-after={stop}"] if stop else []
+        args += [f"-stop-before={stop_before}"] if stop_before else []
         return run_llc_process([*args, *extra], llc=llc)
 
 
