@@ -68,9 +68,9 @@ def run_file(path: Path, machine, seed: int) -> dict:
         if mr.region is None or llvm is None:
             continue
         ident = tuple(range(len(mr)))
-        o_len, o_occ = _model(mr.region, ours or ident, machine)
-        l_len, l_occ = _model(mr.region, llvm, machine)
-        i_len, i_occ = _model(mr.region, ident, machine)
+        o_len, o_occ = _model(mr.region, mr.model_order(ours or ident), machine)
+        l_len, l_occ = _model(mr.region, mr.model_order(llvm), machine)
+        i_len, i_occ = _model(mr.region, mr.model_order(ident), machine)
         rows.append(
             {
                 "region": mr.name,

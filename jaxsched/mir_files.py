@@ -280,7 +280,8 @@ def _finish_one(f: FileSchedule, machine: Machine) -> None:
                 continue
             ident = tuple(range(len(mr)))
             for out, o in ((before, ident), (after, order or ident)):
-                rep = verify(mr.region, machine, issue_cycles(mr.region, o), order=o)
+                full = mr.model_order(o)
+                rep = verify(mr.region, machine, issue_cycles(mr.region, full), order=full)
                 out.append(rep)
         f.before, f.after = _summary(before), _summary(after)
     except (InputError, InvalidSchedule) as e:

@@ -184,7 +184,7 @@ def _check(path: Path, rng: random.Random) -> str:
     orders, _ = schedule_orders(module, _random_topological(rng), name="random")
     for mr, order in zip(module.regions, orders, strict=True):
         if order is not None:
-            verify_order(mr.region, MACHINE, list(order))
+            verify_order(mr.region, MACHINE, list(mr.model_order(order)))
     out = write_mir(module, orders)
     assert instruction_lines(out)[1] == blocks, "an instruction was lost or repeated"
     again = read_mir(f"{path}.out", text=out)

@@ -22,7 +22,13 @@ from jaxsched.io.mir import (
     write_mir,
 )
 from jaxsched.io.mir_parse import parse_mem_operand
-from jaxsched.io.mir_regions import lane_mask, mem_may_alias, phys_units, register_of_class
+from jaxsched.io.mir_regions import (
+    EXIT_TEXT,
+    lane_mask,
+    mem_may_alias,
+    phys_units,
+    register_of_class,
+)
 from jaxsched.machines.model import gfx906
 from jaxsched.problem.format import load_regions, region_to_dict
 from jaxsched.verify import verify, verify_order
@@ -112,7 +118,10 @@ def test_hand_written_edges():
     m = read_mir("hand.mir", text=_HAND)
     (mr,) = m.regions
     r = mr.region
-    assert r is not None and len(r) == 10
+    assert r is not None and len(mr) == 10
+    # the completion pseudo-instruction (id 10) after everything: the stores' latency
+    assert len(r) == 11 and r.instructions[10].text == EXIT_TEXT
+    assert {e.src for e in r.edges if e.dst == 10} >= {1, 2}
     edges = {(e.src, e.dst): e for e in r.edges}
     # disjoint offsets of one stack slot: no edge between the two stores
     assert (1, 2) not in edges
@@ -188,6 +197,8 @@ def test_llvm_order_satisfies_every_edge(path: Path):
             seen[ins.text] = k + 1
         reordered += pos != sorted(pos)
         for e in mr.region.edges:
+            if e.dst == len(mr):
+                continue  # the completion pseudo-instruction
             assert pos[e.src] < pos[e.dst], (
                 mr.name,
                 e,
@@ -317,7 +328,9 @@ def test_schedule_orders_takes_the_scheduler_from_the_caller():
 
     orders, notes = schedule_orders(m, reverse_topo, name="reverse")
     assert seen == [m.regions[0].region]
-    assert orders[0] == tuple(_topo(m.regions[0].region, reverse=True)) and not notes
+    full = tuple(_topo(m.regions[0].region, reverse=True))
+    assert full[-1] == len(m.regions[0])  # the completion pseudo-instruction: always last
+    assert orders[0] == full[:-1] and not notes
     out = write_mir(m, orders)
     assert out != _HAND and sorted(out.splitlines()) == sorted(_HAND.splitlines())
 

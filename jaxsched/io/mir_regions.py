@@ -18,6 +18,8 @@ Rules (see ``docs/frontends.md``):
   (`jaxsched.io.mir_alias`: different identified objects, an argument and a function-local
   object, disjoint byte ranges at constant offsets from one base value). Invariant
   dereferenceable loads are never ordered.
+* The region's end (LLVM's ``ExitSU``): a pseudo-instruction after the region's last, that
+  every order issues last, once every instruction has completed (`completion_edges`).
 * Pressure: virtual registers only, file and width from the register class; liveness from a
   whole-function backward data-flow analysis (a sub-register def without ``undef`` reads the
   register).
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from jaxsched.io import latency as lat
@@ -71,7 +74,9 @@ class MirRegion:
       instrs: the instructions in input order (ids of ``region`` index this tuple).
       groups: per instruction, the MIR line indices that move with it (its line, then its
         debug values), in input order.
-      region: the modelled region, or None when it cannot be modelled.
+      region: the modelled region, or None when it cannot be modelled. Its instruction ids
+        0..n-1 are ``instrs``; when it ends with the completion pseudo-instruction (id n,
+        `EXIT_TEXT`, see `completion_edges`) every order of it issues that one last.
       problem: why it cannot be modelled (the region then keeps its input order), or None.
     """
 
@@ -85,6 +90,14 @@ class MirRegion:
 
     def __len__(self) -> int:
         return len(self.instrs)
+
+    def model_order(self, order: Sequence[int]) -> tuple[int, ...]:
+        """An order of ``instrs`` (ids 0..n-1) as an order of ``region``: the completion
+        pseudo-instruction, when the region has one, issued last."""
+        order = tuple(order)
+        if self.region is not None and len(self.region) > len(self.instrs):
+            return (*order, len(self.instrs))
+        return order
 
 
 @dataclass
@@ -224,6 +237,42 @@ def is_boundary(ins: MirInstr) -> bool:
     return any(
         op.is_def and not op.virtual and phys_units(op.name) & _EXEC_UNITS for op in ins.regs
     )
+
+
+# ---------------------------------------------------------------------- completion
+#: The text of the pseudo-instruction that ends a modelled region: issued once every
+#: instruction of the region has completed (`completion_edges`). It is no MIR instruction:
+#: orders written back leave it out.
+EXIT_TEXT = "<region end: every instruction complete>"
+
+
+def completion_edges(
+    instrs: Sequence[MirInstr], edges: Sequence[Edge], mcpu: str = lat.DEFAULT_CPU
+) -> list[Edge]:
+    """The edges to the completion pseudo-instruction (id ``len(instrs)``), or none when no
+    instruction needs one.
+
+    A block's time in the final code runs until every instruction has completed (llvm-mca
+    times a block so; a store or a load whose value leaves the region keeps the wave's
+    counters busy), not only until the last issue. Each instruction whose own latency is
+    longer than every edge it has inside the region gets an edge of that latency, and every
+    instruction without successors one of at least 1 cycle (so the pseudo-instruction comes
+    last in every order): the region's length is then the cycle at which all of it has
+    completed."""
+    table = lat.latency_table(mcpu)
+    longest = [0] * len(instrs)  # the longest edge out of each instruction (cycles)
+    has_succ = [False] * len(instrs)
+    for e in edges:
+        longest[e.src] = max(longest[e.src], e.latency)
+        has_succ[e.src] = True
+    exit_id, out = len(instrs), []
+    for i, ins in enumerate(instrs):
+        own = table[lat.latency_class(ins.opcode)]
+        if own > 1 and own > longest[i]:
+            out.append(Edge(src=i, dst=exit_id, latency=own, kind="other"))
+        elif not has_succ[i]:
+            out.append(Edge(src=i, dst=exit_id, latency=max(own, 1), kind="other"))
+    return out if any(e.latency > 1 for e in out) else []
 
 
 # ---------------------------------------------------------------------- memory
@@ -622,7 +671,10 @@ def _make_region(
             if reg is not None:
                 through[reg.file] = through.get(reg.file, 0) + reg.width
         edges = build_edges(instrs, widths, mcpu, ir)
-        region = Region.build(name, insts, used, edges, live_in, live_out, through)
+        exits = completion_edges(instrs, edges, mcpu)
+        if exits:
+            insts.append(Instruction(EXIT_TEXT, (), ()))
+        region = Region.build(name, insts, used, [*edges, *exits], live_in, live_out, through)
     except RegionError as e:
         region, problem = None, str(e)
     return MirRegion(

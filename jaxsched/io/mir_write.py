@@ -16,12 +16,16 @@ class OrderError(MirError):
 
 
 def check_order(mr: MirRegion, order: Sequence[int]) -> tuple[int, ...]:
-    """Validate ``order`` (original instruction ids in issue order) for region ``mr``."""
+    """Validate ``order`` (original instruction ids in issue order) for region ``mr``; an
+    order of the modelled region, with its completion pseudo-instruction last, is accepted
+    without it (`MirRegion.model_order`)."""
     n = len(mr)
     try:
         order_t = tuple(int(x) for x in order)
     except (TypeError, ValueError):
         raise OrderError(f"region {mr.name!r}: order {order!r} is not a list of ids") from None
+    if mr.region is not None and len(mr.region) > n and order_t[-1:] == (n,):
+        order_t = order_t[:-1]  # the completion pseudo-instruction, last: not written
     if sorted(order_t) != list(range(n)):
         raise OrderError(
             f"region {mr.name!r}: order must be a permutation of 0..{n - 1}, got {list(order_t)}"
@@ -34,7 +38,7 @@ def check_order(mr: MirRegion, order: Sequence[int]) -> tuple[int, ...]:
         raise OrderError(f"region {mr.name!r} cannot be reordered: {mr.problem}")
     pos = {x: k for k, x in enumerate(order_t)}
     for e in mr.region.edges:
-        if pos[e.src] > pos[e.dst]:
+        if e.dst < n and pos[e.src] > pos[e.dst]:
             raise OrderError(
                 f"region {mr.name!r}: order puts instruction {e.dst} "
                 f"({mr.instrs[e.dst].text!r}) before {e.src} ({mr.instrs[e.src].text!r}), "
