@@ -67,7 +67,10 @@ class FileSchedule:
     after: Summary | None = None
     guard: list[Choice] = field(default_factory=list)  # per function, when guarded
     guard_note: str = ""  # why the guard did not run (llc missing or failing), if it did not
-    llvm_mir: str = ""  # LLVM's scheduled MIR of the module (when guarded)
+    llvm_mir: str | None = None  # LLVM's scheduled MIR of the module, when guarded and our
+    #                               writer cannot express all of LLVM's orders
+    alternatives: dict[str, Orders] = field(default_factory=dict)  # other candidates of
+    #                                  the scheduler by label (e.g. `SHORTEST`), for the guard
 
     @property
     def changed(self) -> int:
@@ -87,8 +90,9 @@ def schedule_files(
     llc: str | os.PathLike | None = None,
     force_target: bool = False,
     guard: bool | None = None,
-    strategies: Sequence[str] = (),
+    strategies: Sequence[str] | None = None,
     mca: str | os.PathLike | None = None,
+    headroom_allowance: float | None = None,
 ) -> list[FileSchedule]:
     """Schedule every region of every file in ONE scheduler call; one `FileSchedule` per path.
 
@@ -96,8 +100,10 @@ def schedule_files(
       paths: pre-scheduler ``.mir`` files, or ``.ll`` files (llc runs first).
       machine: a `jaxsched.machines.Machine` (default gfx906); an AMDGPU preset also gives
         llc's ``-mcpu``/``-mattr`` and the MIR latency table (`machine_target`).
-      seed / time_limit: of `jaxsched.colony.schedule`, the default ``scheduler``
-        (`colony_scheduler`: no register of the headroom spent for length).
+      seed / time_limit / headroom_allowance: of `jaxsched.colony.schedule`, the default
+        ``scheduler`` (`colony_scheduler`: by default no register of the headroom spent for
+        length, `MIR_HEADROOM_ALLOWANCE`; the orders without the headroom rule are a second
+        candidate of the guard).
       scheduler: regions -> orders (see `schedule_orders`), e.g. a heuristic.
       name: the scheduler's name in the notes.
       mcpu: the target where the machine is none (default gfx906); it must agree with the
@@ -111,7 +117,8 @@ def schedule_files(
         (default): when llc is found, and a failing llc only leaves a ``guard_note``; True:
         llc is required (a failure is the file's error); False: off.
       strategies: LLVM's other scheduling strategies also tried (``-misched`` names, e.g.
-        ``gcn-max-ilp``); one that llc cannot run on a file is left out with a note.
+        ``gcn-max-ilp``); one that llc cannot run on a file is left out with a note. None:
+        `default_strategies` of the llc.
       mca: the llvm-mca to run (`jaxsched.io.mir_judge.find_mca`); without one, functions are
         chosen by llc's occupancy, spills and scratch alone (ours unless worse).
     A file that cannot be read (missing, malformed, llc fails, another target) gets its
@@ -124,10 +131,19 @@ def schedule_files(
     for f in files:
         _read_one(f, mcpu, mattr, llc, force_target)
     good = [f for f in files if f.error is None]
+    alternatives: dict[str, list] = {}
     if scheduler is None:
-        scheduler = colony_scheduler(machine, seed, time_limit)
-    results = schedule_modules([f.module for f in good], scheduler, name=name)
+        allowance = MIR_HEADROOM_ALLOWANCE if headroom_allowance is None else headroom_allowance
+        scheduler = colony_scheduler(machine, seed, time_limit, allowance, alternatives)
+    modules = [f.module for f in good]
+    results = schedule_modules(modules, scheduler, name=name)
+    for label, orders in alternatives.items():  # the same orders, checked per module
+        replayed = schedule_modules(modules, lambda _regions, o=orders: o, name=label)
+        for f, (alt, _) in zip(good, replayed, strict=True):
+            f.alternatives[label] = alt
     guarded = guard if guard is not None else find_llc(llc) is not None
+    if strategies is None:
+        strategies = default_strategies(llc) if guarded else ()
     tools = _Tools(mcpu=mcpu, mattr=mattr, llc=llc, mca=mca, strategies=tuple(strategies))
     for f, (orders, notes) in zip(good, results, strict=True):
         f.orders, f.notes = orders, notes
@@ -135,6 +151,19 @@ def schedule_files(
         if guarded and f.error is None:
             _guard_one(f, tools, required=guard is True)
     return files
+
+
+def default_strategies(llc: str | os.PathLike | None = None) -> tuple[str, ...]:
+    """LLVM's other AMDGPU scheduling strategy the guard also tries by default, by the llc's
+    LLVM version: ``gcn-max-ilp`` (LLVM 16 and newer; LLVM 19's best alternative on the
+    shared kernels), else ``gcn-ilp`` (LLVM 14 and 15); none for an unknown version."""
+    from jaxsched.io.mir import llvm_version
+
+    exe = find_llc(llc)
+    version = llvm_version(exe) if exe else 0
+    if version >= 16:
+        return ("gcn-max-ilp",)
+    return ("gcn-ilp",) if version >= 14 else ()
 
 
 class _Tools(NamedTuple):
@@ -177,8 +206,14 @@ def _candidates(f: FileSchedule, tools: _Tools) -> list[Candidate]:
     assert f.module is not None
     kw = dict(mcpu=tools.mcpu, mattr=tools.mattr, llc=tools.llc)
     llvm = llvm_schedule(f.module, **kw)
-    f.llvm_mir = llvm.mir
-    out = [Candidate("ours", f.orders), Candidate(LLVM, _writable(f.module, llvm.orders))]
+    theirs = _writable(f.module, llvm.orders)
+    modelled = [mr.region is not None and not mr.problem for mr in f.module.regions]
+    complete = all(o is not None or not m for o, m in zip(theirs, modelled, strict=True))
+    f.llvm_mir = None if complete else llvm.mir  # LLVM's own text: where ours cannot say it
+    out = [Candidate("ours", f.orders), Candidate(LLVM, theirs)]
+    out += [
+        Candidate(label, orders) for label, orders in f.alternatives.items() if orders != f.orders
+    ]
     for name in tools.strategies:
         try:
             theirs = llvm_schedule(f.module, extra=[f"-misched={name}"], **kw).orders
@@ -217,6 +252,9 @@ def _machine_cpu(machine_name: str, mcpu: str | None) -> tuple[str, str]:
     return target
 
 
+#: The guard's label of the colony's orders with the headroom rule off (`colony_scheduler`).
+SHORTEST = "ours-shortest"
+
 #: The colony's headroom allowance on the MIR path, where LLVM's register allocator follows
 #: the schedule: no register of an occupancy level's headroom is spent for length (the
 #: headroom rule, docs/colony.md; `benchmarks/reports/postra.md`).
@@ -228,9 +266,13 @@ def colony_scheduler(
     seed: int,
     time_limit: float | None = None,
     headroom_allowance: float = MIR_HEADROOM_ALLOWANCE,
+    alternatives: dict[str, list] | None = None,
 ) -> Scheduler:
     """`jaxsched.colony.schedule` on ``machine`` as a `Scheduler` (imported when called),
-    with the MIR path's ``headroom_allowance``."""
+    with the MIR path's ``headroom_allowance``. With ``alternatives`` (a dict), each call
+    also leaves there, under `SHORTEST`, the orders the same search gives with the headroom
+    rule off (`jaxsched.colony.Result.order_without_headroom`): a second candidate for the
+    guard, which lets llc's allocator say whether the registers it takes fit."""
 
     def colony(regions: list[Region]) -> list[tuple[int, ...]]:
         from jaxsched.colony import schedule
@@ -242,9 +284,42 @@ def colony_scheduler(
             time_limit=time_limit,
             headroom_allowance=headroom_allowance,
         )
+        if alternatives is not None:
+            alternatives[SHORTEST] = [tuple(r.order_without_headroom) for r in got]
+            alternatives.update(_reserved(regions, got, machine, seed, time_limit))
         return [tuple(r.order) for r in got]
 
     return colony
+
+
+#: The guard's candidates with VGPRs held back: the colony run again, with this many VGPR
+#: allocation granules fewer at every occupancy level, on the regions whose shortest order
+#: takes registers of the headroom (the allocator needs more than the model's peak there).
+MIR_RESERVES = (1, 2)
+
+
+def _reserved(
+    regions: list[Region], got: list, machine: Machine, seed: int, time_limit: float | None
+) -> dict[str, list[tuple[int, ...]]]:
+    """`SHORTEST`'s orders with the regions whose headroom rule chose another order
+    rescheduled with `MIR_RESERVES` granules of VGPRs held back, by label."""
+    from jaxsched.colony import schedule
+    from jaxsched.machines.amdgpu import TARGETS
+    from jaxsched.machines.model import reserve_registers
+
+    todo = [k for k, r in enumerate(got) if r.order != r.order_without_headroom]
+    target = TARGETS.get(machine.name)
+    if not todo or target is None or "VGPR" not in machine.file_names:
+        return {}
+    out = {}
+    for reserve in MIR_RESERVES:
+        held = reserve_registers(machine, "VGPR", reserve * target.vgpr_granule)
+        again = schedule([regions[k] for k in todo], held, seed=seed, time_limit=time_limit)
+        orders = [tuple(r.order_without_headroom) for r in got]
+        for k, r in zip(todo, again, strict=True):
+            orders[k] = tuple(r.order_without_headroom)
+        out[f"ours-reserve{reserve}"] = orders
+    return out
 
 
 def _named(path: str, message: str) -> str:

@@ -18,6 +18,7 @@ from jaxsched.colony import antstate, construct, draws, engine, host, prepared
 from jaxsched.colony.params import ColonyConfig, default_params
 from jaxsched.compilation import CompileCache
 from jaxsched.errors import InputError
+from jaxsched.heuristics import issue_cycles
 from jaxsched.machines import generic
 from jaxsched.problem.generate import generate_region, generate_regions
 from jaxsched.problem.padded import pad_region, padded_shape
@@ -98,7 +99,19 @@ def test_results_do_not_depend_on_the_rest_of_the_call(mixed_regions):
     for t, a, r in zip(together, alone, backwards, strict=True):
         assert t.order == a.order == r.order
         assert t.history == a.history == r.history
+        assert t.order_without_headroom == t.order  # filters off: the headroom rule too
     assert any(t.iterations != (0, 0) for t in together)  # the colony ran
+
+
+def test_the_order_without_headroom_is_a_valid_schedule_no_worse_in_length(
+    mixed_regions, mixed_results
+):
+    """The headroom rule trades length for registers: without it, the order is never longer."""
+    for region, res in zip(mixed_regions, mixed_results, strict=True):
+        free = res.order_without_headroom
+        verify_order(region, MACHINE, list(free))
+        timed = verify(region, MACHINE, issue_cycles(region, free), order=free)
+        assert timed.length <= res.length
 
 
 def test_chunks_follow_the_call_time_and_never_change_results(mixed_regions, monkeypatch):

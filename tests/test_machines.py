@@ -55,3 +55,16 @@ def test_bad_machines_are_rejected():
         RegisterFile("V", ((10, 4), (5, 2)))
     with pytest.raises(ValueError, match="unknown machine"):
         get_machine("gfx999")
+
+
+def test_registers_held_back_at_every_level():
+    from jaxsched.machines.model import get_machine, reserve_registers
+
+    m = get_machine("gfx942")
+    held = reserve_registers(m, "VGPR", 8)
+    assert m.occupancy((64, 10)) == 8 and held.occupancy((64, 10)) == 7
+    assert held.occupancy((56, 10)) == 8 and held.occupancy((57, 10)) == 7
+    assert held.occupancy_lut.shape == m.occupancy_lut.shape  # the same compiled shapes
+    assert held.files[1] == m.files[1] and held.target_occupancy == m.target_occupancy
+    with pytest.raises(KeyError, match="unknown register file"):
+        reserve_registers(m, "AGPR", 8)

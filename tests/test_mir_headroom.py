@@ -40,3 +40,30 @@ def test_a_bad_allowance_is_a_usage_error(value, capsys, tmp_path):
               "--headroom-allowance", value])  # fmt: skip
     assert e.value.code == 2
     assert "--headroom-allowance" in capsys.readouterr().err
+
+
+def test_the_guard_gets_the_shortest_orders_and_orders_with_registers_held_back(monkeypatch):
+    """Regions whose headroom rule chose another order are scheduled again with 1 and 2
+    VGPR granules held back (`MIR_RESERVES`); the others keep their shortest order."""
+    from types import SimpleNamespace
+
+    from jaxsched.machines.model import get_machine
+    from jaxsched.mir_files import MIR_RESERVES, SHORTEST
+
+    seen = []
+
+    def fake(regions, machine, **kw):
+        seen.append((len(regions), machine.occupancy((60, 1))))
+        return [
+            SimpleNamespace(order=(0, 1), order_without_headroom=(1, 0) if k == 0 else (0, 1))
+            for k in range(len(regions))
+        ]
+
+    monkeypatch.setattr(jaxsched.colony, "schedule", fake)
+    alternatives: dict = {}
+    orders = colony_scheduler(get_machine("gfx942"), 0, alternatives=alternatives)([1, 2, 3])
+    assert orders == [(0, 1)] * 3 and alternatives[SHORTEST] == [(1, 0), (0, 1), (0, 1)]
+    # the first call all regions at 60 VGPRs' occupancy 8; then region 0 alone, 8 and 16
+    # VGPRs held back (gfx942's granule is 8): 60 VGPRs then count as occupancy 7, then 6
+    assert seen == [(3, 8), (1, 7), (1, 6)] and MIR_RESERVES == (1, 2)
+    assert set(alternatives) == {SHORTEST, "ours-reserve1", "ours-reserve2"}

@@ -132,7 +132,10 @@ def test_seed_time_limit_and_allowance_reach_the_colony(tmp_path, capsys, monkey
 
     def fake(regions, machine, *, seed, time_limit, headroom_allowance):
         seen.append((len(regions), machine.name, seed, time_limit, headroom_allowance))
-        return [SimpleNamespace(order=tuple(range(len(r)))) for r in regions]
+        return [
+            SimpleNamespace(order=tuple(range(len(r))), order_without_headroom=tuple(range(len(r))))
+            for r in regions
+        ]
 
     monkeypatch.setattr(jaxsched.colony, "schedule", fake)
     argv = ["mir", "schedule", *map(str, GOOD), "-o", str(tmp_path / "o")]

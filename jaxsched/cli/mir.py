@@ -3,6 +3,7 @@
 jaxsched mir import IN.mir -o regions.jsonl      # or IN.ll (runs llc first)
 jaxsched mir schedule IN.mir -o OUT.mir [--machine gfx906] [--seed 0] [--time-limit S]
 jaxsched mir schedule A.mir B.ll C.mir -o OUTDIR # every region of every file in one call
+jaxsched mir schedule IN.ll -o OUT.o --emit obj  # llc's final code of the schedule (or asm)
 jaxsched mir compare IN.ll [--json]              # llc with LLVM's scheduler vs ours
 
 --machine NAME (an AMDGPU preset) sets llc's -mcpu and the MIR latency table; a MIR file
@@ -16,10 +17,15 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 from pathlib import Path
 
 from jaxsched.cli.main import MACHINE_HELP, UsageError, machine_named, seconds_type, seed_type
+
+#: Values of ``--emit`` (`jaxsched.io.mir_emit.EMITS`, spelled out so that building the parser
+#: imports no more of the package).
+EMITS = ("mir", "asm", "obj")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -62,8 +68,17 @@ def _register_schedule(sub: argparse._SubParsersAction) -> None:
         "-o",
         "--output",
         required=True,
-        help="output MIR file (one input), or directory (several: each output keeps its "
-        "input's base name, .mir)",
+        help="output file (one input), or directory (several: each output keeps its "
+        "input's base name, with .mir, .s or .o as --emit says)",
+    )
+    sch.add_argument(
+        "--emit",
+        choices=EMITS,
+        default="mir",
+        help="what to write: the scheduled MIR (default), or what llc makes of it with its "
+        "scheduler off and every later pass on (llc -start-before=machine-scheduler "
+        "-enable-misched=false): asm, assembly; obj, an AMDGPU ELF object (ld.lld -shared "
+        "links it into a code object)",
     )
     _common(sch, schedule=True)
     sch.add_argument(
@@ -77,6 +92,15 @@ def _register_schedule(sub: argparse._SubParsersAction) -> None:
         "--force-target",
         action="store_true",
         help="schedule MIR compiled for another target-cpu than --machine's",
+    )
+    sch.add_argument(
+        "--llvm-strategies",
+        type=_strategies,
+        default=None,
+        metavar="NAMES",
+        help="LLVM's other scheduling strategies the guard also tries, comma-separated -misched "
+        "names (e.g. gcn-max-ilp), or 'none' (default: gcn-max-ilp with LLVM 16+, gcn-ilp "
+        "with LLVM 14/15)",
     )
     guard = sch.add_mutually_exclusive_group()
     guard.add_argument(
@@ -97,6 +121,16 @@ def _register_schedule(sub: argparse._SubParsersAction) -> None:
         help="no guard: the colony's schedule for every function",
     )
     sch.set_defaults(func=run_schedule)
+
+
+def _strategies(text: str) -> tuple[str, ...]:
+    """argparse type of ``--llvm-strategies``: ``none`` or comma-separated ``-misched`` names."""
+    if text.strip() == "none":
+        return ()
+    names = tuple(x.strip() for x in text.split(",") if x.strip())
+    if not names or not all(re.fullmatch(r"[\w.-]+", x) for x in names):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of names")
+    return names
 
 
 def _allowance(text: str) -> float:
@@ -245,33 +279,37 @@ def run_import(args: argparse.Namespace) -> int:
 def run_schedule(args: argparse.Namespace) -> int:
     """``mir schedule``: every input's regions in one scheduler call, each file written (or
     its error printed); exit 2 if any file failed."""
+    from jaxsched.io.mir_emit import SUFFIXES, require_llc
     from jaxsched.mir_files import schedule_files
 
     machine = machine_named(args.machine)
-    mcpu, _ = _target(args)
-    outputs = output_paths(args.inputs, args.output)
-    scheduler, name = scheduler_for(
-        args.method, machine, args.seed, args.time_limit, args.headroom_allowance
-    )
-    if scheduler is None:
-        scheduler = _input_orders
+    mcpu, mattr = _target(args)
+    llc = _llc(args)
+    require_llc(args.emit, llc)  # before any work: asm and obj need llc
+    outputs = output_paths(args.inputs, args.output, SUFFIXES[args.emit])
+    if args.method in ("auto", "schedule"):  # schedule_files' colony, with its candidates
+        scheduler, name = None, "jaxsched.colony.schedule"
+    else:
+        scheduler, name = scheduler_for(args.method, machine, args.seed)
+        scheduler = scheduler or _input_orders
     files = schedule_files(
         args.inputs,
         machine,
+        seed=args.seed,
+        time_limit=args.time_limit,
+        headroom_allowance=args.headroom_allowance,
         scheduler=scheduler,
         name=name,
         mcpu=mcpu,
-        llc=_llc(args),
+        llc=llc,
         force_target=args.force_target,
         guard=args.guard,
+        strategies=args.llvm_strategies,
     )
     failed = 0
     for f, out in zip(files, outputs, strict=True):
         if f.error is None:
-            try:
-                out.write_text(f.text)
-            except OSError as e:
-                f.error = f"{out}: cannot write: {e.strerror or e}"
+            _write_output(f, out, args.emit, mcpu=mcpu, mattr=mattr, llc=llc)
         if f.error is not None:
             failed += 1
             print(f"jaxsched {args.command}: error: {f.error}", file=sys.stderr)
@@ -282,6 +320,20 @@ def run_schedule(args: argparse.Namespace) -> int:
     if len(files) > 1:
         print(f"{len(files) - failed} of {len(files)} files scheduled in one call")
     return 2 if failed else 0
+
+
+def _write_output(f, out: Path, kind: str, *, mcpu: str, mattr: str, llc: str | None) -> None:
+    """Write ``f``'s MIR, or what llc makes of it (``kind``, `jaxsched.io.mir_emit.emit`), to
+    ``out``; a failing llc or an unwritable ``out`` becomes ``f.error``."""
+    from jaxsched.io.mir import LlcError
+    from jaxsched.io.mir_emit import emit, save
+
+    try:
+        save(out, emit(f.text, kind, mcpu=mcpu, mattr=mattr, llc=llc))
+    except LlcError as e:
+        f.error = f"{f.path}: --emit {kind}: {e}"
+    except OSError as e:
+        f.error = f"{out}: cannot write: {e.strerror or e}"
 
 
 def _report_guard(f) -> None:
@@ -337,22 +389,22 @@ def _summary_line(f, name: str, out: Path, several: bool) -> str:
     return f"{line}; wrote {out}"
 
 
-def output_paths(inputs: list[str], output: str) -> list[Path]:
-    """Where each input's MIR goes: ``output`` itself for one input (or ``output/NAME.mir``
-    when it is a directory); for several, ``output/NAME.mir`` with the directory created.
-    `UsageError` when ``output`` is not a directory, two inputs share a name or an output
-    would overwrite its input."""
+def output_paths(inputs: list[str], output: str, suffix: str = ".mir") -> list[Path]:
+    """Where each input's output goes: ``output`` itself for one input (or
+    ``output/NAME{suffix}`` when it is a directory); for several, ``output/NAME{suffix}`` with
+    the directory created. `UsageError` when ``output`` is not a directory, two inputs share a
+    name or an output would overwrite its input."""
     out = Path(output)
     if len(inputs) == 1 and not out.is_dir():
         paths = [out]
     else:
         if len(inputs) > 1 and (out.exists() and not out.is_dir()):
             raise UsageError(f"-o {output}: with {len(inputs)} inputs -o must name a directory")
-        if len(inputs) > 1 and not out.exists() and out.suffix in (".mir", ".ll"):
+        if len(inputs) > 1 and not out.exists() and out.suffix in (".mir", ".ll", suffix):
             raise UsageError(
                 f"-o {output} names a file; with {len(inputs)} inputs -o must name a directory"
             )
-        paths = [out / (Path(p).stem + ".mir") for p in inputs]
+        paths = [out / (Path(p).stem + suffix) for p in inputs]
         seen: dict[Path, str] = {}
         for p, src in zip(paths, inputs, strict=True):
             if p in seen:

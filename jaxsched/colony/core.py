@@ -78,6 +78,8 @@ class Solution(NamedTuple):
     """Results of B regions (N instructions, F files, I = the config's max_iterations)."""
 
     order: jax.Array  # int32[B, N]: issue order, sentinel N after n
+    order_without_headroom: jax.Array  # int32[B, N]: the order picked were the headroom rule
+    #                                    off (`rules.frugal`): the shortest within the RP target
     cycles: jax.Array  # int32[B, N]: issue cycle per instruction, padding 0
     length: jax.Array  # int32[B]: cycles
     peak: jax.Array  # int32[B, F]: peak RP per file (live-through included)
@@ -382,7 +384,7 @@ def region_solution(
     cost = rules.rp_costs(peaks, lut, target, xp)
     occ = rules.occupancies(peaks, lut, xp)
     allowed = xp.concatenate([region.start_allowed, xp.asarray([True, True])])
-    pick = rules.pick_result(
+    choice = dict(
         cost=cost,
         occupancy=occ,
         length=lengths,
@@ -393,14 +395,16 @@ def region_solution(
         ilp_start_length=ilp_start_length,
         rp_target=rp.cost,
         proven=region.proven,
-        params=params,
         xp=xp,
     )
+    pick = rules.pick_result(params=params, **choice)
+    free = rules.pick_result(params=params._replace(rp_headroom=xp.float32(0.0)), **choice)
     cycles, length = timing(orders[pick])
     heur = rules.heuristic_pick(cost, lengths, allowed, xp)
     proven = region.proven & (pick == EXACT)
     return Solution(
         order=orders[pick],
+        order_without_headroom=orders[free],
         cycles=cycles,
         length=length,
         peak=peaks[pick],

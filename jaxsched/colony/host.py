@@ -113,7 +113,10 @@ class Result:
     instructions in issue order. ``peak_rp`` per register file includes live-through pressure.
     ``iterations`` = (RP pass, ILP pass) colony iterations (0 when a pass was skipped);
     ``source`` names the candidate returned (`SOURCES`). ``compile_seconds`` /
-    ``run_seconds`` are those of the batch the region ran in.
+    ``run_seconds`` are those of the batch the region ran in. ``order_without_headroom`` is
+    the order the same search returns with the headroom rule off (``order`` itself when the
+    rule changed nothing): the shortest within the RP target, a second candidate for callers
+    that check registers after allocation (`jaxsched.mir_files`).
     """
 
     name: str
@@ -135,11 +138,13 @@ class Result:
     compile_seconds: float = 0.0
     run_seconds: float = 0.0
     exact: str | None = None
+    order_without_headroom: tuple[int, ...] = ()  # the order were the headroom rule off
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
         d["cycles"] = [int(c) for c in self.cycles]
         d["order"] = list(self.order)
+        d["order_without_headroom"] = list(self.order_without_headroom)
         d["iterations"] = list(self.iterations)
         return d
 
@@ -150,6 +155,7 @@ class Result:
         kw = {k: v for k, v in data.items() if k in names}
         kw["cycles"] = np.asarray(kw["cycles"], np.int64)
         kw["order"] = tuple(kw["order"])
+        kw["order_without_headroom"] = tuple(kw.get("order_without_headroom", ()))
         kw["iterations"] = tuple(kw["iterations"])
         return cls(**kw)
 
@@ -306,6 +312,7 @@ def to_result(
         name=region.name,
         cycles=np.asarray(sol.cycles[index, :n], np.int64),
         order=tuple(int(x) for x in sol.order[index, :n]),
+        order_without_headroom=tuple(int(x) for x in sol.order_without_headroom[index, :n]),
         length=int(sol.length[index]),
         peak_rp=dict(zip(machine.file_names, (int(x) for x in sol.peak[index]), strict=True)),
         occupancy=int(sol.occupancy[index]),

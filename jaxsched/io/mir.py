@@ -55,6 +55,7 @@ __all__ = [
     "ll_to_asm",
     "ll_to_mir",
     "llc_candidates",
+    "llvm_version",
     "machine_target",
     "mir_to_asm",
     "read_input",
@@ -110,12 +111,12 @@ def llc_candidates(llc: str | os.PathLike | None = None) -> list[str]:
     if llc or os.environ.get("JAXSCHED_LLC") or first is None:
         return [first] if first else []
     found = {os.path.realpath(p): p for name in LLC_NAMES if (p := shutil.which(name))}
-    others = sorted(set(found) - {os.path.realpath(first)}, key=_llvm_version)
+    others = sorted(set(found) - {os.path.realpath(first)}, key=llvm_version)
     return [first, *(found[p] for p in others)]
 
 
 @functools.cache
-def _llvm_version(path: str) -> int:
+def llvm_version(path: str) -> int:
     """LLVM major version of an llc (``--version``), 0 if it does not say."""
     try:
         out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30)
@@ -270,15 +271,17 @@ def compile_mir(
     stop: str | None = None,
     extra: Sequence[str] = (),
     stop_before: str | None = None,
+    output: str | os.PathLike = "-",
 ) -> subprocess.CompletedProcess:
     """`mir_to_asm`'s llc run, the whole process (its stderr holds what ``extra`` options such
-    as ``-print-machine-bfi`` report); ``stop_before``: a pass to stop before (MIR out).
-    `LlcError` if llc is missing or fails."""
+    as ``-print-machine-bfi`` report); ``stop_before``: a pass to stop before (MIR out);
+    ``output``: llc's ``-o`` (default ``-``, stdout; a file for binary output such as
+    ``-filetype=obj``). `LlcError` if llc is missing or fails."""
     where = list(KEEP_ORDER) if start == "-start-after" else [f"{start}=machine-scheduler"]
     with tempfile.TemporaryDirectory() as d:
         p = Path(d) / "in.mir"
         p.write_text(mir_text)
-        args = [*_target_args(mcpu, mattr), *where, str(p), "-o", "-"]
+        args = [*_target_args(mcpu, mattr), *where, str(p), "-o", str(output)]
         args += [f"-stop-after={stop}"] if stop else []
         args += [f"-stop-before={stop_before}"] if stop_before else []
         return run_llc_process([*args, *extra], llc=llc)

@@ -96,58 +96,64 @@ def select(
     mattr: str = "",
     llc: str | os.PathLike | None = None,
     mca: str | os.PathLike | None = None,
-    llvm_mir: str,
+    llvm_mir: str | None = None,
 ) -> tuple[str, list[Choice]]:
     """(MIR text, a `Choice` per function): the module with, per function, the fastest
     admissible candidate (see the module docstring). ``llvm_mir``: LLVM's scheduled MIR of
-    the module (`jaxsched.io.mir_llvm.llvm_schedule`). Raises `LlcError` / `McaError`
-    when a tool is missing or fails, `SelectError` if the result is still worse than LLVM's
-    somewhere."""
+    the module (`jaxsched.io.mir_llvm.llvm_schedule`), a candidate and the fallback; None
+    when the `LLVM` candidate (LLVM's orders, which must be among ``candidates``) holds all
+    of LLVM's schedule. Candidates of the same text are compiled once; so is the result when
+    it is one candidate's text. Raises `LlcError` / `McaError` when a tool is missing or
+    fails, `SelectError` if the result is still worse than LLVM's somewhere."""
     kw = dict(mcpu=mcpu, mattr=mattr, llc=llc, mca=mca)
     texts = {c.label: write_mir(module, c.orders) for c in candidates}
-    texts[LLVM_MIR] = llvm_mir
-    jobs = [(None, module.text), *texts.items()]
+    if llvm_mir is not None:
+        texts[LLVM_MIR] = llvm_mir
+    floor = LLVM_MIR if llvm_mir is not None else LLVM
+    unique = list(dict.fromkeys(texts.values()))
+    jobs = [(None, module.text), *((True, t) for t in unique)]
     with ThreadPoolExecutor(max(1, min(2, os.cpu_count() or 1))) as pool:
         figures = list(pool.map(lambda job: _judged(job, kw), jobs))
-    reference, tried = figures[0], dict(zip(texts, figures[1:], strict=True))
-    picks = {fn: _pick(fn, ref, tried) for fn, ref in reference.items()}
+    reference, by_text = figures[0], dict(zip(unique, figures[1:], strict=True))
+    tried = {label: by_text[text] for label, text in texts.items()}
+    picks = {fn: _pick(fn, ref, tried, floor) for fn, ref in reference.items()}
     for _ in range(3):
         text = _written(module, candidates, llvm_mir, picks)
-        final = judge_mir(text, **kw)[0]
+        final = by_text[text] if text in by_text else judge_mir(text, **kw)[0]
         bad = {fn for fn, ref in reference.items() if _loses(final.get(fn), ref)}
-        bad -= {fn for fn in bad if picks[fn] == LLVM_MIR}
+        bad -= {fn for fn in bad if picks[fn] == floor}
         if not bad:
             break
-        picks.update({fn: LLVM_MIR for fn in bad})
+        picks.update({fn: floor for fn in bad})
     still = {fn: why for fn, ref in reference.items() if (why := _loses(final.get(fn), ref))}
-    if still and any(picks[fn] != LLVM_MIR for fn in still):
+    if still and any(picks[fn] != floor for fn in still):
         raise SelectError(f"{module.source}: still worse than LLVM's: {still}")
     return text, [_choice(fn, picks[fn], ref, final, tried) for fn, ref in reference.items()]
 
 
-def _judged(job: tuple[str | None, str], kw: dict) -> dict[str, FunctionTime]:
-    """The judge's figures of one job: (None, input text): LLVM's scheduler; else (label,
+def _judged(job: tuple[bool | None, str], kw: dict) -> dict[str, FunctionTime]:
+    """The judge's figures of one job: (None, input text): LLVM's scheduler; else (True,
     text) compiled in its own order."""
-    label, text = job
-    start = "-start-before" if label is None else "-start-after"
-    return judge_mir(text, start=start, **kw)[0]
+    ours, text = job
+    return judge_mir(text, start="-start-after" if ours else "-start-before", **kw)[0]
 
 
-def _pick(fn: str, ref: FunctionTime, tried: dict[str, dict[str, FunctionTime]]) -> str:
-    """The label of ``fn``'s fastest admissible candidate. Ties go to LLVM's schedule written
-    as our orders, then to the candidates in their order, LLVM's own document last (it is
-    llc's text: its blocks and registers numbered anew). Without the judge's time (no
-    llvm-mca, or a block it cannot time), the first admissible candidate (ours)."""
+def _pick(fn: str, ref: FunctionTime, tried: dict[str, dict[str, FunctionTime]], floor: str) -> str:
+    """The label of ``fn``'s fastest admissible candidate (``floor``, LLVM's schedule, when
+    none is). Ties go to LLVM's schedule written as our orders, then to the candidates in
+    their order, LLVM's own document last (it is llc's text: its blocks and registers
+    numbered anew). Without the judge's time (no llvm-mca, or a block it cannot time), the
+    first admissible candidate (ours)."""
     admissible = {
         label: figs[fn]
         for label, figs in tried.items()
         if fn in figs and not worse_than_llvm(figs[fn].stats, ref.stats)
     }
     if any(math.isnan(f.time) for f in admissible.values()):
-        return next(iter(admissible), LLVM_MIR)
+        return next(iter(admissible), floor)
     rank = [LLVM, *(label for label in tried if label not in (LLVM, LLVM_MIR)), LLVM_MIR]
     ranked = [label for label in rank if label in admissible]
-    return min(ranked, key=lambda label: admissible[label].time, default=LLVM_MIR)
+    return min(ranked, key=lambda label: admissible[label].time, default=floor)
 
 
 def _loses(fig: FunctionTime | None, ref: FunctionTime) -> str:
@@ -158,7 +164,10 @@ def _loses(fig: FunctionTime | None, ref: FunctionTime) -> str:
 
 
 def _written(
-    module: MirModule, candidates: Sequence[Candidate], llvm_mir: str, picks: dict[str, str]
+    module: MirModule,
+    candidates: Sequence[Candidate],
+    llvm_mir: str | None,
+    picks: dict[str, str],
 ) -> str:
     """The module with each function's regions in its pick's orders, LLVM's document for the
     functions that keep it."""
@@ -169,7 +178,7 @@ def _written(
     ]
     text = write_mir(module, orders)
     kept = {fn for fn, label in picks.items() if label == LLVM_MIR}
-    if not kept:
+    if not kept or llvm_mir is None:
         return text
     docs = function_documents(llvm_mir, f"{module.source} (LLVM's schedule)")
     return replace_functions(text, {fn: docs[fn] for fn in kept if fn in docs}, module.source)

@@ -8,6 +8,7 @@ expanded once to dense lookup arrays (`Machine.occupancy_lut`).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 from dataclasses import dataclass, field
@@ -147,6 +148,20 @@ class Machine:
     def rp_cost(self, peaks: tuple[int, ...] | list[int] | np.ndarray) -> int:
         """``max(0, target_occupancy - occupancy(peaks))``: 0 is best."""
         return max(0, self.target_occupancy - self.occupancy(peaks))
+
+
+def reserve_registers(machine: Machine, file: str, registers: int) -> Machine:
+    """``machine`` with ``registers`` of ``file`` held back at every occupancy level: each
+    step of the file's table but the last ends ``registers`` earlier (a level's registers
+    minus a reserve, e.g. the allocation granules the register allocator needs beyond the
+    model's peak). The last step, and so the lookup tables' size (what a compile depends on),
+    stays. `KeyError` for an unknown file."""
+    k = machine.file_index(file)
+    old = machine.files[k]
+    steps = [(limit - registers, occ) for limit, occ in old.steps[:-1] if limit - registers > 0]
+    reduced = RegisterFile(old.name, (*steps, old.steps[-1]), old.overflow_occupancy)
+    files = (*machine.files[:k], reduced, *machine.files[k + 1 :])
+    return dataclasses.replace(machine, files=files)
 
 
 class MachineArrays(NamedTuple):
