@@ -13,7 +13,7 @@ and loaded. Measured:
   ``examples/kernels``), and the colony's 40-region example ``examples/kernel.jsonl``;
 * (b) every real kernel file of ``--kernels`` (the 76 of ``../shared/data/kernels.tar.gz``,
   pre-scheduler MIR from llc 15), one process per file: ``jaxsched mir schedule F -o OUT
-  --llc LLC15`` (with the guard after register allocation: three llc runs per file);
+  --llc LLC15`` (with the guard: llc and llvm-mca on each candidate schedule, `jaxsched.io.mir_select`);
 * (c) all of them in one call: ``jaxsched mir schedule F1 F2 ... -o OUTDIR``;
 * the baseline, in the same run: llc 15 on each file, its own scheduler, register allocation
   and code generation (``llc -start-before=machine-scheduler``).

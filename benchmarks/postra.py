@@ -1,355 +1,489 @@
-"""Benchmark: LLVM's verdict after register allocation, LLVM's scheduler against jaxsched's, on
-the real training kernels, with the model's view beside each function.
+"""Benchmark: the speed of the final code, after register allocation and every later pass,
+judged by LLVM's own machine model; jaxsched against LLVM's default scheduler and its other
+strategies, on the real training kernels.
 
     .venv/bin/python benchmarks/postra.py [--kernels kernels.tar.gz|DIR] [--targets gfx906,gfx942]
-        [--files N] [--every K] [--llc LLC15] [--llc-new LLC19] [--seed 0] [--set KEY=VALUE]
-        [--name postra]
+        [--files N] [--every K] [--seed 0] [--name postra] [--no-agreement]
 
-Per target: each kernel's IR (``ll/*.ll`` of ``../shared/data/kernels.tar.gz``, clang 15 for
-gfx906) without its ``"target-cpu"``/``"target-features"`` attributes goes through
-``llc -mcpu=TARGET -stop-before=machine-scheduler``; every region of every file is scheduled in
-one `jaxsched.colony.schedule` call (the target's preset and latencies); then each file is
-compiled by llc twice from the same MIR: with LLVM's scheduler (``-start-before``) and with
-our order (``-start-after=machine-scheduler``). Per function: llc's NumVgprs, NumSgprs,
-Occupancy, spills, ScratchSize and code size for both, and the model's view of LLVM's order
-and ours (the lowest occupancy over the function's regions, the peak VGPRs, the summed
-length). Each occupancy difference after allocation is classified:
+Per target (gfx906 through llc 15 on the kernels' own MIR; gfx942 through llc 19 on MIR that
+llc 19 makes of the kernels' IR without its ``"target-cpu"`` attributes):
 
-* ``trade``: the model gave ours lower occupancy too (the colony bought length with it);
-* ``allocator``: the model gave ours at least LLVM's occupancy, the allocator needed more;
-* ``model``: ours higher after allocation as the model said (or higher without the model).
+* **what ``jaxsched mir schedule`` writes** (`jaxsched.mir_files.schedule_files` with the
+  guard: every file's regions in one colony call, then per function the fastest candidate
+  by the judge that llc allocates no worse than LLVM's);
+* **the colony alone** (its orders written and compiled, the guard off);
+* **LLVM**: its default scheduler (``llc -start-before=machine-scheduler``), the reference,
+  and its other AMDGPU strategies (``-misched=``: gcn-ilp and gcn-minreg in LLVM 15,
+  gcn-max-ilp and gcn-iterative-ilp in LLVM 19), each llc's own compile.
 
-Writes ``benchmarks/reports/{name}.{md,json}``.
+Every compile is judged by `jaxsched.io.mir_judge`: llvm-mca 19's cycles of every basic block
+of the final assembly, weighted by LLVM's block frequencies, per wave slot (divided by llc's
+occupancy). Per function: the time ratio to LLVM's default and to the best of LLVM's
+strategies, occupancy, spills, scratch. Also: the model's agreement with the final code per
+region (`agreement`: the model as it is, and without the region's end and the IR alias rule,
+as before), ``mb_sad_calc``'s loop, the bundled example kernels, and the time of the whole
+call. Writes ``benchmarks/reports/{name}.{md,json}``.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+import re
 import sys
 import tarfile
 import tempfile
-from collections import defaultdict
+import time
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness
 from llc_occupancy import compile_ir, strip_target_attributes
 
-from jaxsched.colony import schedule
-from jaxsched.heuristics import issue_cycles
-from jaxsched.io.mir import AsmStats, asm_stats, read_mir, schedule_orders, write_mir
-from jaxsched.io.mir_select import worse_than_llvm
-from jaxsched.io.mir_llvm import llvm_orders
+from jaxsched.io import mir_regions
+from jaxsched.io.mir import compile_mir, read_mir
+from jaxsched.io.mir_alias import IrModule
+from jaxsched.io.mir_judge import judge_mir, mca_cycles, split_blocks
+from jaxsched.io.mir_llvm import tag_instructions
+from jaxsched.io.mir_parse import MirError, read_mir_text
+from jaxsched.io.mir_write import OrderError, check_order
 from jaxsched.machines.amdgpu import TARGETS
 from jaxsched.machines.model import get_machine
-from jaxsched.mir_files import MIR_HEADROOM_ALLOWANCE
-from jaxsched.verify import InvalidSchedule, verify
+from jaxsched.mir_files import schedule_files
 
 KERNELS = harness.ROOT.parent / "shared" / "data" / "kernels.tar.gz"
+EXAMPLES = harness.ROOT / "examples" / "kernels"
+LLC = {15: "/usr/lib/llvm-15/bin/llc", 19: "/usr/lib/llvm-19/bin/llc"}
+#: LLVM's other AMDGPU scheduling strategies, by LLVM version.
+STRATEGIES = {15: ("gcn-ilp", "gcn-minreg"), 19: ("gcn-max-ilp", "gcn-iterative-ilp")}
+#: The LLVM version compiling each target.
+VERSION = {"gfx906": 15}
 
 
-def ir_files(path: Path, tmp: Path, limit: int | None, every: int) -> list[Path]:
-    """The kernels' IR files (unpacked into ``tmp`` from the tarball), every ``every``-th."""
-    if path.suffix == ".gz":
-        with tarfile.open(path) as tar:
+def mir_files(target: str, kernels: Path, tmp: Path, files: int | None, every: int) -> list[Path]:
+    """The kernels' pre-scheduler MIR for ``target``: the shared MIR (llc 15, gfx906), or
+    llc 19's of the IR without target attributes; a kernel llc cannot compile is left out."""
+    if kernels.suffix == ".gz":
+        with tarfile.open(kernels) as tar:
             tar.extractall(tmp, filter="data")
-        path = tmp / "kernels" / "ll"
-    files = sorted(path.glob("*.ll"))[::every]
-    return files[:limit] if limit else files
-
-
-def llc(binary: str, target: str, args: list[str], text: str) -> str:
-    """llc's output for ``text`` on stdin for ``target`` (`llc_occupancy.compile_ir`: MIR when
-    ``args`` start after the instruction selector, else IR)."""
-    return compile_ir(binary, text, TARGETS[target], args)
-
-
-def model_view(regions, orders, machine) -> dict[str, dict]:
-    """Per function: lowest occupancy, highest VGPR peak and summed length of ``orders``."""
-    out: dict[str, dict] = defaultdict(lambda: {"occupancy": 99, "vgprs": 0, "length": 0})
-    for mr, order in zip(regions, orders, strict=True):
-        if mr.region is None or order is None:
-            continue
+        kernels = tmp / "kernels"
+    names = sorted((kernels / "ll").glob("*.ll"))[::every][:files]
+    if target == "gfx906":
+        return [kernels / "mir" / f"{p.stem}.mir" for p in names]
+    out_dir = tmp / target
+    out_dir.mkdir(exist_ok=True)
+    out = []
+    for p in names:
+        ir = strip_target_attributes(p.read_text())
         try:
-            rep = verify(mr.region, machine, issue_cycles(mr.region, order, machine.issue_width))
-        except InvalidSchedule:  # LLVM's order crosses an edge of our model (kept apart)
+            mir = compile_ir(LLC[19], ir, TARGETS[target], ["-stop-before=machine-scheduler"])
+        except RuntimeError:
             continue
-        f = out[mr.function]
-        f["occupancy"] = min(f["occupancy"], rep.occupancy)
-        f["vgprs"] = max(f["vgprs"], rep.peak_rp.get("VGPR", 0))
-        f["length"] += rep.length
-    return dict(out)
+        (out_dir / f"{p.stem}.mir").write_text(mir)
+        out.append(out_dir / f"{p.stem}.mir")
+    return out
 
 
-def classify(llvm: dict, ours: dict, m_llvm: dict | None, m_ours: dict | None) -> str:
-    """Why the occupancies after allocation differ ("" when they do not)."""
-    if ours["occupancy"] == llvm["occupancy"]:
-        return ""
-    if ours["occupancy"] > llvm["occupancy"]:
-        return "model"
-    if m_llvm and m_ours and m_ours["occupancy"] < m_llvm["occupancy"]:
-        return "trade"
-    return "allocator"
-
-
-def llc_for(target: str, args) -> str:
-    """LLVM 15 (the kernels' own) for gfx906; LLVM 19 for the newer targets (llc 15 cannot
-    select some of this IR's loads for gfx942)."""
-    return args.llc if target == "gfx906" else args.llc_new
-
-
-def one_target(target: str, files: list[Path], args, tmp: Path) -> dict:
-    """Schedule every file's regions for ``target`` in one call, then compare after RA."""
-    args = argparse.Namespace(**{**vars(args), "llc": llc_for(target, args)})
-    machine = get_machine(target)
-    mcpu = TARGETS[target].mcpu
-    mods, errors = {}, {}
-    for f in files:
-        try:
-            ir = strip_target_attributes(f.read_text())
-            mir = llc(args.llc, target, ["-stop-before=machine-scheduler"], ir)
-            mods[f.name] = (mir, read_mir(f.name, text=mir, mcpu=mcpu))
-        except (RuntimeError, ValueError) as e:
-            errors[f.name] = str(e)
-    regions = [r for _, m in mods.values() for r in m.regions]
-    model = {"length": 0, "occupancy": 0}
-
-    def solve(rs):
-        results = schedule(rs, machine, seed=args.seed, **args.overrides)
-        model["length"] += sum(r.length for r in results)
-        model["occupancy"] += sum(r.occupancy for r in results)
-        return [r.order for r in results]
-
-    seconds, compile_s, _, (orders, notes) = harness.compiles_during(
-        lambda: schedule_orders(regions, solve)
+def one_target(target: str, paths: list[Path], seed: int) -> dict:
+    """Schedule every file in one call with the guard; per function, the judge's figures of
+    what is written, of the colony alone and of LLVM's strategies."""
+    version = VERSION.get(target, 19)
+    llc, machine = LLC[version], get_machine(target)
+    mcpu, mattr = TARGETS[target].mcpu, TARGETS[target].mattr
+    wall, compile_s, _, files = harness.compiles_during(
+        lambda: schedule_files(paths, machine, seed=seed, llc=llc, guard=True)
     )
-    kernels, k = [], 0
-    for name, (mir, module) in mods.items():
-        mine = orders[k : k + len(module.regions)]
-        k += len(module.regions)
-        try:
-            kernels += compare_file(name, mir, module, mine, machine, target, args)
-        except (RuntimeError, ValueError) as e:
-            errors[name] = str(e)
-    print(f"{target}: {len(mods)} files, {len(regions)} regions in {seconds:.1f} s", flush=True)
+    rows, errors = [], {}
+    for f in files:
+        if f.error is not None:
+            errors[Path(f.path).name] = f.error
+            continue
+        strategies = _strategies(f.module.text, mcpu, mattr, llc, STRATEGIES[version])
+        for c in f.guard:
+            rows.append(_row(Path(f.path).name, c, strategies))
     return {
         "target": target,
-        "llc": Path(args.llc).parts[-3] if args.llc.startswith("/usr/lib/") else args.llc,
-        "files": len(files),
-        "regions": len(regions),
-        "schedule_s": seconds,
-        "schedule_compile_s": compile_s,  # of schedule_s
-        "model_total": model,  # every modelled region: summed length and occupancy
+        "llc": f"llvm-{version}",
+        "files": len(paths),
+        "strategies": list(STRATEGIES[version]),
+        "schedule_s": wall,
+        "compile_s": compile_s,
         "errors": errors,
-        "notes": notes,
-        "kernels": kernels,
+        "functions": rows,
     }
 
 
-def compare_file(name, mir, module, orders, machine, target, args) -> list[dict]:
-    """Per function of one file: llc's statistics both ways and the model's view."""
-    theirs = llvm_orders(
-        module, mcpu=TARGETS[target].mcpu, mattr=TARGETS[target].mattr, llc=args.llc
-    )
-    llvm_asm = asm_stats(llc(args.llc, target, ["-start-before=machine-scheduler"], mir))
-    ours_asm = asm_stats(
-        llc(args.llc, target, ["-start-after=machine-scheduler"], write_mir(module, orders))
-    )
-    # The model's view on the regions whose LLVM order could be read back (`llvm_orders`
-    # matches instructions by text; a region it cannot match counts for neither side).
-    ident = [tuple(range(len(r))) if r.region is not None else None for r in module.regions]
-    mine = [
-        o or i if t is not None else None for o, i, t in zip(orders, ident, theirs, strict=True)
-    ]
-    m_llvm = model_view(module.regions, theirs, machine)
-    m_ours = model_view(module.regions, mine, machine)
-    matched = defaultdict(lambda: [0, 0])
-    for mr, t in zip(module.regions, theirs, strict=True):
-        matched[mr.function][0] += t is not None
-        matched[mr.function][1] += 1
-    rows = []
-    for fn, a in llvm_asm.items():
-        if fn not in ours_asm:
+def _strategies(text: str, mcpu: str, mattr: str, llc: str, names) -> dict[str, dict]:
+    """LLVM's other strategies' own compiles of a file, judged: name -> function -> figures
+    (a strategy llc cannot run on the file is left out)."""
+    out = {}
+    for name in names:
+        try:
+            figs, _ = judge_mir(
+                text,
+                mcpu=mcpu,
+                mattr=mattr,
+                llc=llc,
+                start="-start-before",
+                extra=[f"-misched={name}"],
+            )
+        except MirError:
             continue
-        a, b = a._asdict(), ours_asm[fn]._asdict()
-        ml, mo = m_llvm.get(fn), m_ours.get(fn)
-        rows.append(
-            {"file": name, "function": fn, "llvm": a, "ours": b, "model_llvm": ml,
-             "model_ours": mo, "model_regions": matched.get(fn, [0, 0]),
-             "why": classify(a, b, ml, mo)}
-        )  # fmt: skip
+        out[name] = figs
+    return out
+
+
+def _fig(f) -> dict:
+    return {
+        "time": f.time,
+        "cycles": f.cycles,
+        "occupancy": f.occupancy,
+        "vgprs": f.stats.vgprs,
+        "spills": f.stats.spills,
+        "scratch": f.stats.scratch,
+        "blocks": [list(b) for b in f.blocks],
+    }
+
+
+def _row(name: str, c, strategies: dict[str, dict]) -> dict:
+    """One function: LLVM's default, what is written, the colony alone, LLVM's strategies."""
+    return {
+        "file": name,
+        "function": c.function,
+        "kept": c.kept,
+        "llvm": _fig(c.llvm),
+        "final": _fig(c.final),
+        "ours": _fig(c.tried["ours"]) if "ours" in c.tried else None,
+        "tried": {k: v.time for k, v in c.tried.items()},
+        "strategies": {s: _fig(f[c.function]) for s, f in strategies.items() if c.function in f},
+    }
+
+
+def _geo(xs: list[float]) -> float:
+    return math.exp(sum(xs) / len(xs)) if xs else float("nan")
+
+
+def _worse(f: dict, ref: dict) -> bool:
+    return (
+        (0 < f["occupancy"] < ref["occupancy"])
+        or f["spills"] > ref["spills"]
+        or (f["scratch"] > ref["scratch"])
+    )
+
+
+def totals(rows: list[dict]) -> dict:
+    """Geomean time ratios and counts over the functions llvm-mca timed."""
+    ok = [r for r in rows if r["llvm"]["time"] > 0 and not math.isnan(r["final"]["time"])]
+    kern = [r for r in ok if r["llvm"]["occupancy"] > 0]
+
+    def best(r):
+        valid = [s for s in r["strategies"].values() if not _worse(s, r["llvm"])]
+        return min([r["llvm"]["time"], *(s["time"] for s in valid)])
+
+    ours = [r for r in ok if r["ours"] and not math.isnan(r["ours"]["time"])]
+    return {
+        "functions": len(ok),
+        "final_vs_default": _geo([math.log(r["final"]["time"] / r["llvm"]["time"]) for r in ok]),
+        "final_vs_best": _geo([math.log(r["final"]["time"] / best(r)) for r in ok]),
+        "final_slower_1pct": sum(r["final"]["time"] > 1.01 * r["llvm"]["time"] for r in ok),
+        "final_faster_2pct": sum(r["final"]["time"] < 0.98 * r["llvm"]["time"] for r in ok),
+        "final_worse_alloc": sum(_worse(r["final"], r["llvm"]) for r in ok),
+        "ours_vs_default": _geo([math.log(r["ours"]["time"] / r["llvm"]["time"]) for r in ours]),
+        "ours_occupancy_lower": sum(
+            0 < r["ours"]["occupancy"] < r["llvm"]["occupancy"] for r in ours if r in kern
+        ),
+        "kernels": len(kern),
+        "strategies_vs_default": {
+            s: _geo(
+                [
+                    math.log(r["strategies"][s]["time"] / r["llvm"]["time"])
+                    for r in ok
+                    if s in r["strategies"]
+                ]
+            )
+            for s in sorted({s for r in ok for s in r["strategies"]})
+        },
+        "best_vs_default": _geo([math.log(best(r) / r["llvm"]["time"]) for r in ok]),
+        "kept": dict(Counter(r["kept"] for r in ok)),
+    }
+
+
+# ---------------------------------------------------------------------- model vs final code
+_TAG = re.compile(r"debug-instr-number (\d+)")
+
+
+def agreement(target: str, paths: list[Path]) -> dict:
+    """The model's length of LLVM's order of each region that is alone in a block of LLVM's
+    final code, against llvm-mca's cycles of that block: as the model is, and without the
+    region's end and the IR alias rule (the model before them), in one run."""
+    version = VERSION.get(target, 19)
+    now = _agreement_pairs(target, paths, LLC[version])
+    saved = mir_regions.completion_edges, mir_regions.read_ir
+    mir_regions.completion_edges = lambda *a, **k: []
+    mir_regions.read_ir = lambda lines: IrModule({})
+    try:
+        before = _agreement_pairs(target, paths, LLC[version])
+    finally:
+        mir_regions.completion_edges, mir_regions.read_ir = saved
+    return {"now": _agreement_stats(now), "before": _agreement_stats(before)}
+
+
+def _agreement_pairs(target: str, paths: list[Path], llc: str) -> list[tuple]:
+    """(model length, llvm-mca cycles, opcode classes of the block) per region alone in a
+    block of LLVM's final code (identified by `debug-instr-number` tags)."""
+    from jaxsched.heuristics import issue_cycles
+    from jaxsched.io.mir_llvm import llvm_orders
+
+    mcpu, pairs, blocks = TARGETS[target].mcpu, [], []
+    for p in paths:
+        module = read_mir(p, mcpu=target)
+        try:
+            orders = llvm_orders(module, mcpu=mcpu, llc=llc)
+            text, tags = tag_instructions(module)
+            final = read_mir_text(
+                "final",
+                text=compile_mir(
+                    text, mcpu=mcpu, start="-start-before", stop="branch-relaxation", llc=llc
+                ).stdout,
+            )
+            asm = compile_mir(text, mcpu=mcpu, start="-start-before", llc=llc).stdout
+        except MirError:
+            continue
+        owner = {
+            tags[i.line]: k
+            for k, mr in enumerate(module.regions)
+            for i in mr.instrs
+            if i.line in tags
+        }
+        asm_blocks = split_blocks(asm)
+        for fn in final.functions:
+            numbered = {b.number: b for b in asm_blocks.get(fn.name, [])}
+            for b in fn.blocks:
+                held = Counter(
+                    owner[int(t.group(1))]
+                    for i in b.instrs
+                    if (t := _TAG.search(i.text)) and int(t.group(1)) in owner
+                )
+                if len(held) != 1 or b.number not in numbered:
+                    continue
+                ((k, count),) = held.items()
+                mr, order = module.regions[k], orders[k]
+                if mr.region is None or mr.problem or order is None:
+                    continue
+                if count < 0.8 * sum(i.line in tags for i in mr.instrs):
+                    continue
+                try:
+                    check_order(mr, order)
+                except OrderError:
+                    continue
+                full = mr.model_order(order)
+                pairs.append(int(issue_cycles(mr.region, full).max()) + 1)
+                blocks.append(numbered[b.number].instrs)
+    cycles = mca_cycles(blocks, mcpu=mcpu) if blocks else []
+    return [(m, c) for m, c in zip(pairs, cycles, strict=True) if not math.isnan(c)]
+
+
+def _agreement_stats(pairs: list[tuple]) -> dict:
+    """Rank correlation, median relative error and mean ratio of model length to cycles."""
+    import numpy as np
+
+    if len(pairs) < 3:
+        return {"blocks": len(pairs)}
+    model, mca = (np.asarray(x, float) for x in zip(*pairs, strict=True))
+    rank = lambda a: np.argsort(np.argsort(a))  # noqa: E731
+    return {
+        "blocks": len(pairs),
+        "rank_correlation": float(np.corrcoef(rank(model), rank(mca))[0, 1]),
+        "median_error": float(np.median(np.abs(model - mca) / np.maximum(mca, 1))),
+        "mean_ratio": float(np.mean(model / np.maximum(mca, 1))),
+    }
+
+
+# ---------------------------------------------------------------------- report
+def _hottest(fig: dict) -> list:
+    """A function's block of the highest frequency (then most cycles)."""
+    return max(fig["blocks"], key=lambda block: (block[1], block[2]))
+
+
+def _loop(rows: list[dict], function: str) -> dict | None:
+    """The hottest block (highest frequency) of a function, LLVM's and what is written."""
+    for r in rows:
+        if r["function"] == function:
+            a, b = _hottest(r["llvm"]), _hottest(r["final"])
+            return {
+                "file": r["file"],
+                "llvm_cycles": a[2],
+                "final_cycles": b[2],
+                "llvm_occupancy": r["llvm"]["occupancy"],
+                "final_occupancy": r["final"]["occupancy"],
+                "kept": r["kept"],
+            }
+    return None
+
+
+def examples(seed: int) -> list[dict]:
+    """The bundled kernels on both targets: LLVM's default and what is written."""
+    rows = []
+    for target, version in (("gfx906", 15), ("gfx942", 19)):
+        paths = sorted(EXAMPLES.glob(f"*.{target}.mir"))
+        files = schedule_files(paths, get_machine(target), seed=seed, llc=LLC[version], guard=True)
+        for f in files:
+            for c in f.guard if f.error is None else []:
+                rows.append({"target": target, "file": Path(f.path).name, **_row(f.path, c, {})})
     return rows
 
 
-#: LLVM's scheduler, stopped where our order is applied (its order, read back as MIR).
-SCHEDULED_BY_LLVM = ["-start-before=machine-scheduler", "-stop-after=machine-scheduler"]
-
-
-def guarded(k: dict) -> dict:
-    """A function's figures with the guard (`jaxsched.io.mir_select`): LLVM's where ours is
-    worse after allocation, else ours (what ``mir schedule`` writes when llc is at hand)."""
-    worse = worse_than_llvm(AsmStats(**k["ours"]), AsmStats(**k["llvm"]))
-    return k["llvm"] if worse else k["ours"]
-
-
-def totals(result: dict) -> dict:
-    """Sums and counts over a target's kernels (functions with an occupancy), the colony
-    alone and with the guard."""
-    ks = [k for k in result["kernels"] if k["llvm"]["occupancy"] > 0]
-    allk = result["kernels"]
-    equal = [k for k in ks if k["model_llvm"] and k["model_ours"]]
-    equal = [k for k in equal if k["model_llvm"]["occupancy"] == k["model_ours"]["occupancy"]]
-    return {
-        "kernels": len(ks),
-        "occupancy_higher": sum(k["ours"]["occupancy"] > k["llvm"]["occupancy"] for k in ks),
-        "occupancy_lower": sum(k["ours"]["occupancy"] < k["llvm"]["occupancy"] for k in ks),
-        "vgprs_llvm": sum(k["llvm"]["vgprs"] for k in allk),
-        "vgprs_ours": sum(k["ours"]["vgprs"] for k in allk),
-        "spilling_llvm": sum(k["llvm"]["spills"] > 0 for k in allk),
-        "spilling_ours": sum(k["ours"]["spills"] > 0 for k in allk),
-        "spills_llvm": sum(k["llvm"]["spills"] for k in allk),
-        "spills_ours": sum(k["ours"]["spills"] for k in allk),
-        "guarded_occupancy_higher": sum(
-            guarded(k)["occupancy"] > k["llvm"]["occupancy"] for k in ks
-        ),
-        "guarded_occupancy_lower": sum(
-            guarded(k)["occupancy"] < k["llvm"]["occupancy"] for k in ks
-        ),
-        "guarded_vgprs_ours": sum(guarded(k)["vgprs"] for k in allk),
-        "guarded_spilling_ours": sum(guarded(k)["spills"] > 0 for k in allk),
-        "guard_kept_llvm": sum(guarded(k) is k["llvm"] for k in allk),
-        "regions_read_back": sum(k["model_regions"][0] for k in allk),
-        "regions_modelled": sum(k["model_regions"][1] for k in allk),
-        "code_llvm": sum(k["llvm"]["code_size"] for k in allk),
-        "code_ours": sum(k["ours"]["code_size"] for k in allk),
-        "model_length_llvm_equal_occupancy": sum(k["model_llvm"]["length"] for k in equal),
-        "model_length_ours_equal_occupancy": sum(k["model_ours"]["length"] for k in equal),
-    }
-
-
 def markdown(report: dict) -> str:
-    env = report["environment"]
     lines = [
-        "# After register allocation: LLVM's scheduler against jaxsched's",
+        "# The final code: jaxsched against LLVM, by LLVM's machine model",
         "",
-        harness.environment_markdown(env),
+        harness.environment_markdown(report["environment"]),
         "",
-        f"Seed {report['seed']}, "
-        f"overrides {report['overrides'] or 'none'}. "
-        f"Kernels: `{report['kernels']}` ({report['files']} files). Each file compiled twice "
-        "by llc from the same pre-scheduler MIR; the model's view (occupancy, VGPR peak, "
-        "length over the function's regions) beside it. The colony alone (no guard):",
+        __doc__.split("\n\n", 2)[2].split("Writes")[0].strip(),
         "",
     ]
-    head = ["target", "llc", "kernels", "occ higher", "occ lower", "VGPRs LLVM/ours",
-            "spilling fns", "spills", "code bytes", "model length at equal occ",
-            "LLVM orders read back", "schedule s (compile)", "errors"]  # fmt: skip
+    head = [
+        "target",
+        "llc",
+        "functions",
+        "written / LLVM default",
+        "written / best of LLVM",
+        "slower >1%",
+        "faster >2%",
+        "worse allocation",
+        "colony alone / default",
+        "colony alone: occupancy lower",
+        "best of LLVM / default",
+        "schedule s (compile)",
+    ]
     rows = []
     for r in report["targets"]:
         t = r["totals"]
         rows.append(
-            [r["target"], r["llc"], t["kernels"], t["occupancy_higher"], t["occupancy_lower"],
-             f"{t['vgprs_llvm']}/{t['vgprs_ours']}", f"{t['spilling_llvm']}/{t['spilling_ours']}",
-             f"{t['spills_llvm']}/{t['spills_ours']}", f"{t['code_llvm']}/{t['code_ours']}",
-             f"{t['model_length_llvm_equal_occupancy']}/{t['model_length_ours_equal_occupancy']}",
-             f"{t['regions_read_back']}/{t['regions_modelled']}",
-             f"{r['schedule_s']:.1f} ({r.get('schedule_compile_s', float('nan')):.1f})",
-             len(r["errors"])]
-        )  # fmt: skip
-    lines += [harness.table(head, rows), ""]
-    lines += [
-        "The model over every modelled region, our orders: "
-        + "; ".join(
-            f"{r['target']} summed length {r['model_total']['length']}, occupancy "
-            f"{r['model_total']['occupancy']}"
-            for r in report["targets"]
+            [
+                r["target"],
+                r["llc"],
+                t["functions"],
+                f"{t['final_vs_default']:.4f}",
+                f"{t['final_vs_best']:.4f}",
+                t["final_slower_1pct"],
+                t["final_faster_2pct"],
+                t["final_worse_alloc"],
+                f"{t['ours_vs_default']:.4f}",
+                f"{t['ours_occupancy_lower']} of {t['kernels']}",
+                f"{t['best_vs_default']:.4f}",
+                f"{r['schedule_s']:.0f} ({r['compile_s']:.0f})",
+            ]
         )
-        + ".",
+    lines += [
+        harness.table(head, rows),
         "",
+        "Time per wave slot, geomean over functions (below 1: "
+        "faster than LLVM). What each function kept:",
+        "",
+    ]
+    for r in report["targets"]:
+        t = r["totals"]
+        strat = ", ".join(f"{s} {v:.4f}" for s, v in t["strategies_vs_default"].items())
+        lines.append(f"- {r['target']}: kept {t['kept']}; LLVM's strategies / default: {strat}.")
+    lines += [
+        "",
+        "## The model against the final code",
+        "",
+        "Per region alone in a block of LLVM's final code: the model's length of LLVM's "
+        "order against llvm-mca's cycles of the block.",
+        "",
+    ]
+    head = ["target", "model", "blocks", "rank correlation", "median error", "mean ratio"]
+    rows = []
+    for r in report["targets"]:
+        for when in ("before", "now"):
+            a = r.get("agreement", {}).get(when)
+            if a and "rank_correlation" in a:
+                rows.append(
+                    [
+                        r["target"],
+                        when,
+                        a["blocks"],
+                        f"{a['rank_correlation']:.3f}",
+                        f"{100 * a['median_error']:.1f}%",
+                        f"{a['mean_ratio']:.3f}",
+                    ]
+                )
+    lines += [
+        harness.table(head, rows),
+        "",
+        '"before": without the region\'s end (every instruction complete) and the IR alias rule.',
+        "",
+    ]
+    lines += ["## mb_sad_calc's loop and the bundled kernels", ""]
+    for r in report["targets"]:
+        loop = r.get("mb_sad_calc")
+        if loop:
+            lines.append(
+                f"- {r['target']}: mb_sad_calc's hottest block {loop['llvm_cycles']:.0f} "
+                f"cycles at occupancy {loop['llvm_occupancy']} (LLVM) -> "
+                f"{loop['final_cycles']:.0f} at {loop['final_occupancy']} (written, "
+                f"{loop['kept']})"
+            )
+    lines.append("")
+    head = ["target", "function", "LLVM cycles/wave slot (occupancy)", "written", "kept"]
+    rows = [
+        [
+            e["target"],
+            e["function"],
+            f"{e['llvm']['time']:.1f} ({e['llvm']['occupancy']})",
+            f"{e['final']['time']:.1f} ({e['final']['occupancy']})",
+            e["kept"],
+        ]
+        for e in report.get("examples", [])
+    ]
+    lines += [harness.table(head, rows), ""]
+    lines += ["## Functions slower than LLVM's default or worse allocated", ""]
+    bad = [
+        (r["target"], x)
+        for r in report["targets"]
+        for x in r["functions"]
+        if x["llvm"]["time"] > 0
+        and (x["final"]["time"] > 1.01 * x["llvm"]["time"] or _worse(x["final"], x["llvm"]))
     ]
     lines += [
-        "With the guard (what `jaxsched mir schedule` writes when llc is at hand: LLVM's "
-        "schedule for each function where ours ends with lower occupancy, more spills or more "
-        "scratch):",
-        "",
-    ]
-    head = ["target", "occ higher", "occ lower", "VGPRs LLVM/ours", "spilling fns LLVM/ours",
-            "functions where LLVM's schedule is kept"]  # fmt: skip
-    rows = [
-        [r["target"], r["totals"]["guarded_occupancy_higher"],
-         r["totals"]["guarded_occupancy_lower"],
-         f"{r['totals']['vgprs_llvm']}/{r['totals']['guarded_vgprs_ours']}",
-         f"{r['totals']['spilling_llvm']}/{r['totals']['guarded_spilling_ours']}",
-         r["totals"]["guard_kept_llvm"]]
-        for r in report["targets"]
-    ]  # fmt: skip
-    lines += [harness.table(head, rows), ""]
-    for r in report["targets"]:
-        lines += [f"## {r['target']}: every function whose allocation differs", ""]
-        lines.append(differences_table(r["kernels"]))
-        lines.append("")
-        lines += [f"- `{f}`: {e}" for f, e in r["errors"].items()]
-    return "\n".join(lines) + "\n"
-
-
-def differences_table(kernels: list[dict]) -> str:
-    head = ["file", "function", "occupancy LLVM/ours", "VGPRs LLVM/ours", "spills",
-            "model regions", "model occ LLVM/ours", "model VGPR peak LLVM/ours",
-            "model length LLVM/ours", "why"]  # fmt: skip
-    rows = []
-    for k in kernels:
-        a, b, ml, mo = k["llvm"], k["ours"], k["model_llvm"], k["model_ours"]
-        if (a["occupancy"], a["vgprs"], a["spills"]) == (b["occupancy"], b["vgprs"], b["spills"]):
-            continue
-        model = (
-            [f"{ml['occupancy']}/{mo['occupancy']}", f"{ml['vgprs']}/{mo['vgprs']}",
-             f"{ml['length']}/{mo['length']}"]
-            if ml and mo else ["", "", ""]
-        )  # fmt: skip
-        rows.append(
-            [k["file"][:48], k["function"][:32], f"{a['occupancy']}/{b['occupancy']}",
-             f"{a['vgprs']}/{b['vgprs']}", f"{a['spills']}/{b['spills']}",
-             "{}/{}".format(*k["model_regions"]), *model, k["why"]]
-        )  # fmt: skip
-    return harness.table(head, rows) if rows else "(none)"
+        f"- {t} {x['file']} {x['function']}: {x['llvm']['time']:.1f} -> "
+        f"{x['final']['time']:.1f} ({x['kept']})"
+        for t, x in bad
+    ] or ["None."]
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--kernels", type=Path, default=KERNELS, help="kernels.tar.gz or an ll dir")
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--kernels", type=Path, default=KERNELS, help="kernels.tar.gz or its dir")
     ap.add_argument("--targets", default="gfx906,gfx942")
     ap.add_argument("--files", type=int, default=None, help="only the first N files")
     ap.add_argument("--every", type=int, default=1, help="every K-th file (a sample)")
-    ap.add_argument("--llc", default="/usr/lib/llvm-15/bin/llc", help="llc for gfx906")
-    ap.add_argument("--llc-new", default="/usr/lib/llvm-19/bin/llc", help="llc for the others")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--name", default="postra")
-    ap.add_argument(
-        "--set", action="append", default=[], metavar="KEY=VALUE",
-        help="a `schedule` keyword (float), e.g. rp_headroom=0 (repeatable)",
-    )  # fmt: skip
+    ap.add_argument("--no-agreement", action="store_true", help="skip the model's agreement")
     args = ap.parse_args(argv)
-    # The MIR path's parameters (what `jaxsched mir schedule` runs), then --set.
-    args.overrides = {"headroom_allowance": MIR_HEADROOM_ALLOWANCE}
-    args.overrides |= {k: float(v) for k, v in (kv.split("=", 1) for kv in args.set)}
-    report = {
-        "environment": harness.environment(files=args.files, every=args.every),
-        "seed": args.seed,
-        "overrides": args.overrides,
-        "kernels": str(args.kernels),
-    }
-    with tempfile.TemporaryDirectory() as t:
-        files = ir_files(args.kernels, Path(t), args.files, args.every)
-        report["files"] = len(files)
-        report["targets"] = [
-            one_target(target, files, args, Path(t)) for target in args.targets.split(",")
-        ]
-    for r in report["targets"]:
-        r["totals"] = totals(r)
-    md, _ = harness.write_report(args.name, report, markdown(report))
-    print(md.read_text())
+    report = {"environment": harness.environment(), "seed": args.seed, "targets": []}
+    with tempfile.TemporaryDirectory() as d:
+        for target in args.targets.split(","):
+            paths = mir_files(target, args.kernels, Path(d), args.files, args.every)
+            t0 = time.perf_counter()
+            result = one_target(target, paths, args.seed)
+            result["totals"] = totals(result["functions"])
+            result["mb_sad_calc"] = _loop(result["functions"], "mb_sad_calc")
+            if not args.no_agreement:
+                result["agreement"] = agreement(target, paths)
+            result["wall_s"] = time.perf_counter() - t0
+            report["targets"].append(result)
+            print(target, {k: v for k, v in result["totals"].items() if k != "kept"}, flush=True)
+    report["examples"] = examples(args.seed)
+    md, js = harness.write_report(args.name, report, markdown(report))
+    print(f"wrote {md} and {js}")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

@@ -154,15 +154,16 @@ def schedule_files(
 
 
 def default_strategies(llc: str | os.PathLike | None = None) -> tuple[str, ...]:
-    """LLVM's other AMDGPU scheduling strategy the guard also tries by default, by the llc's
-    LLVM version: ``gcn-max-ilp`` (LLVM 16 and newer; LLVM 19's best alternative on the
-    shared kernels), else ``gcn-ilp`` (LLVM 14 and 15); none for an unknown version."""
+    """LLVM's other AMDGPU scheduling strategies the guard also tries by default, by the llc's
+    LLVM version: ``gcn-max-ilp`` and ``gcn-iterative-ilp`` (LLVM 16 and newer), else
+    ``gcn-ilp`` (LLVM 14 and 15; ``gcn-minreg`` is rarely faster); none for an unknown
+    version."""
     from jaxsched.io.mir import llvm_version
 
     exe = find_llc(llc)
     version = llvm_version(exe) if exe else 0
     if version >= 16:
-        return ("gcn-max-ilp",)
+        return ("gcn-max-ilp", "gcn-iterative-ilp")
     return ("gcn-ilp",) if version >= 14 else ()
 
 

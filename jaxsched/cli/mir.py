@@ -99,8 +99,8 @@ def _register_schedule(sub: argparse._SubParsersAction) -> None:
         default=None,
         metavar="NAMES",
         help="LLVM's other scheduling strategies the guard also tries, comma-separated -misched "
-        "names (e.g. gcn-max-ilp), or 'none' (default: gcn-max-ilp with LLVM 16+, gcn-ilp "
-        "with LLVM 14/15)",
+        "names (e.g. gcn-max-ilp), or 'none' (default: gcn-max-ilp,gcn-iterative-ilp with "
+        "LLVM 16+, gcn-ilp with LLVM 14/15)",
     )
     guard = sch.add_mutually_exclusive_group()
     guard.add_argument(
