@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -206,7 +207,12 @@ def _candidates(f: FileSchedule, tools: _Tools) -> list[Candidate]:
     model keeps, is the input order)."""
     assert f.module is not None
     kw = dict(mcpu=tools.mcpu, mattr=tools.mattr, llc=tools.llc)
-    llvm = llvm_schedule(f.module, **kw)
+    extras = [(), *([f"-misched={name}"] for name in tools.strategies)]
+    with ThreadPoolExecutor(max(1, min(2, os.cpu_count() or 1))) as pool:
+        runs = list(pool.map(lambda extra: _llvm_or_error(f.module, extra, kw), extras))
+    if isinstance(runs[0], LlcError):
+        raise runs[0]
+    llvm = runs[0]
     theirs = _writable(f.module, llvm.orders)
     modelled = [mr.region is not None and not mr.problem for mr in f.module.regions]
     complete = all(o is not None or not m for o, m in zip(theirs, modelled, strict=True))
@@ -215,14 +221,20 @@ def _candidates(f: FileSchedule, tools: _Tools) -> list[Candidate]:
     out += [
         Candidate(label, orders) for label, orders in f.alternatives.items() if orders != f.orders
     ]
-    for name in tools.strategies:
-        try:
-            theirs = llvm_schedule(f.module, extra=[f"-misched={name}"], **kw).orders
-        except LlcError as e:
-            f.notes.append(f"LLVM's strategy {name} left out: {e}")
+    for name, run in zip(tools.strategies, runs[1:], strict=True):
+        if isinstance(run, LlcError):
+            f.notes.append(f"LLVM's strategy {name} left out: {run}")
             continue
-        out.append(Candidate(f"{LLVM}:{name}", _writable(f.module, theirs)))
+        out.append(Candidate(f"{LLVM}:{name}", _writable(f.module, run.orders)))
     return out
+
+
+def _llvm_or_error(module: MirModule, extra: list[str], kw: dict):
+    """`llvm_schedule` of ``module`` with llc options ``extra``, or the `LlcError`."""
+    try:
+        return llvm_schedule(module, extra=extra, **kw)
+    except LlcError as e:
+        return e
 
 
 def _writable(module: MirModule, orders: Orders) -> Orders:
@@ -296,7 +308,9 @@ def colony_scheduler(
 #: The guard's candidates with VGPRs held back: the colony run again, with this many VGPR
 #: allocation granules fewer at every occupancy level, on the regions whose shortest order
 #: takes registers of the headroom (the allocator needs more than the model's peak there).
-MIR_RESERVES = (1, 2)
+#: One granule: on the shared kernels two won once, by 2% (benchmarks/reports/postra.md), for
+#: another colony call per file.
+MIR_RESERVES = (1,)
 
 
 def _reserved(
