@@ -376,7 +376,7 @@ def region_solution(
 ) -> Solution:
     """One region's `Solution` (no batch axis) among its ``candidates`` (orders [C, N], peaks
     [C, F], lengths [C]: the starts, the RP pass's best, the ILP pass's best; see
-    `rules.pick_result`), its passes' summaries (``ilp.length`` unused), ``timing(order) ->
+    `rules.pick_results`), its passes' summaries (``ilp.length`` unused), ``timing(order) ->
     (cycles, length)`` the greedy timing of an order; ``xp``: jax.numpy on device, NumPy on
     the host (`engine`)."""
     orders, peaks, lengths = candidates
@@ -397,8 +397,7 @@ def region_solution(
         proven=region.proven,
         xp=xp,
     )
-    pick = rules.pick_result(params=params, **choice)
-    free = rules.pick_result(params=params._replace(rp_headroom=xp.float32(0.0)), **choice)
+    pick, free = rules.pick_results(params=params, **choice)
     cycles, length = timing(orders[pick])
     heur = rules.heuristic_pick(cost, lengths, allowed, xp)
     proven = region.proven & (pick == EXACT)

@@ -126,7 +126,12 @@ def ilp_pass_start(
     return IlpChoice(start=s2, start_length=s2_len, length_lower_bound=len_lb, pass_start=start)
 
 
-def pick_result(
+def pick_result(**choice) -> Array:
+    """`pick_results`'s first index: the region's result."""
+    return pick_results(**choice)[0]
+
+
+def pick_results(
     *,
     cost: Array,
     occupancy: Array,
@@ -140,14 +145,14 @@ def pick_result(
     proven: Array,
     params: ColonyParams,
     xp: ModuleType,
-) -> Array:
-    """Index of a region's result among its candidates (`problem.SOURCES`: the starts, the RP
-    pass's best, the ILP pass's best; ``cost``, ``occupancy``, ``length``, ``allowed`` [C],
-    ``peak`` [C, F]; ``limit`` [F] the RP limits of ``rp_target``, `rp_limits`): the ILP
-    pass's best if shorter than its start within the RP target, else that start; the revert
-    filter (a small occupancy gain bought with many cycles keeps the
-    shortest start); the headroom rule (`frugal`); the exact schedule when better or proven;
-    never worse than the input order."""
+) -> tuple[Array, Array]:
+    """(result, result were the headroom rule off): indices among a region's candidates
+    (`problem.SOURCES`: the starts, the RP pass's best, the ILP pass's best; ``cost``,
+    ``occupancy``, ``length``, ``allowed`` [C], ``peak`` [C, F]; ``limit`` [F] the RP limits
+    of ``rp_target``, `rp_limits`): the ILP pass's best if shorter than its start within the
+    RP target, else that start; the revert filter (a small occupancy gain bought with many
+    cycles keeps the shortest start); the headroom rule (`frugal`; not in the second index);
+    the exact schedule when better or proven; never worse than the input order."""
     colony_ok = (length[COLONY] < ilp_start_length) & (cost[COLONY] <= rp_target)
     pick = xp.where(colony_ok, COLONY, ilp_start)
     starts = allowed & (xp.arange(cost.shape[0]) < EXACT)
@@ -155,10 +160,10 @@ def pick_result(
     gain = occupancy[COLONY] - occupancy[shortest]
     loss = length[COLONY] - length[shortest]
     revert = (gain > 0) & (gain <= params.occ_gain) & (loss > params.max_len_loss)
-    pick = xp.where((pick == COLONY) & revert, shortest, pick)
+    free = xp.where((pick == COLONY) & revert, shortest, pick)
     ok = allowed & (cost <= rp_target)
     pick = frugal(
-        pick, peak=peak, length=length, within_target=ok, limit=limit, params=params, xp=xp
+        free, peak=peak, length=length, within_target=ok, limit=limit, params=params, xp=xp
     )
 
     def better(first, second):
@@ -166,8 +171,11 @@ def pick_result(
             (cost[first] == cost[second]) & (length[first] < length[second])
         )
 
-    pick = xp.where(allowed[EXACT] & (better(EXACT, pick) | proven), EXACT, pick)
-    return xp.where(better(0, pick), 0, pick)
+    def final(p):
+        p = xp.where(allowed[EXACT] & (better(EXACT, p) | proven), EXACT, p)
+        return xp.where(better(0, p), 0, p)
+
+    return final(pick), final(free)
 
 
 def frugal(
