@@ -136,12 +136,7 @@ def schedule_files(
     if scheduler is None:
         allowance = MIR_HEADROOM_ALLOWANCE if headroom_allowance is None else headroom_allowance
         scheduler = colony_scheduler(machine, seed, time_limit, allowance, alternatives)
-    modules = [f.module for f in good]
-    results = schedule_modules(modules, scheduler, name=name)
-    for label, orders in alternatives.items():  # the same orders, checked per module
-        replayed = schedule_modules(modules, lambda _regions, o=orders: o, name=label)
-        for f, (alt, _) in zip(good, replayed, strict=True):
-            f.alternatives[label] = alt
+    results = _schedule(good, scheduler, name, alternatives)
     guarded = guard if guard is not None else find_llc(llc) is not None
     if strategies is None:
         strategies = default_strategies(llc) if guarded else ()
@@ -166,6 +161,21 @@ def default_strategies(llc: str | os.PathLike | None = None) -> tuple[str, ...]:
     if version >= 16:
         return ("gcn-max-ilp", "gcn-iterative-ilp")
     return ("gcn-ilp",) if version >= 14 else ()
+
+
+def _schedule(
+    good: list[FileSchedule], scheduler: Scheduler, name: str, alternatives: dict[str, list]
+) -> list[tuple[Orders, list[str]]]:
+    """One ``scheduler`` call on every region of the ``good`` files: (orders, notes) per
+    file; the other candidates it leaves in ``alternatives`` go, checked, to each file's
+    ``alternatives``."""
+    modules = [f.module for f in good]
+    results = schedule_modules(modules, scheduler, name=name)
+    for label, orders in alternatives.items():  # the same orders, checked per module
+        replayed = schedule_modules(modules, lambda _regions, o=orders: o, name=label)
+        for f, (alt, _) in zip(good, replayed, strict=True):
+            f.alternatives[label] = alt
+    return results
 
 
 class _Tools(NamedTuple):
