@@ -367,8 +367,10 @@ def _kept(c) -> str:
     if c.kept == LLVM or c.kept.startswith(f"{LLVM}:"):
         strategy = c.kept.partition(":")[2] or "default"
         return f"kept LLVM's schedule ({strategy} strategy, as our orders; {c.reason})"
-    gain = 1 - c.final.time / c.llvm.time if c.llvm.time > 0 else 0.0
-    return f"kept ours ({100 * gain:+.1f}% time)" if not math.isnan(gain) else "kept ours"
+    gain = 1 - c.final.time / c.llvm.time if c.llvm.time > 0 else math.nan
+    if math.isnan(gain):
+        return f"kept ours ({c.kept})"
+    return f"kept ours ({c.kept}: {100 * gain:.1f}% less time per wave slot)"
 
 
 def _input_orders(regions) -> list[tuple[int, ...]]:
