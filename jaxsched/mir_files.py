@@ -29,6 +29,7 @@ from jaxsched.io.mir import (
     check_order,
     check_target,
     find_llc,
+    llc_reading,
     machine_target,
     read_input,
     schedule_modules,
@@ -138,9 +139,8 @@ def schedule_files(
         scheduler = colony_scheduler(machine, seed, time_limit, allowance, alternatives)
     results = _schedule(good, scheduler, name, alternatives)
     guarded = guard if guard is not None else find_llc(llc) is not None
-    if strategies is None:
-        strategies = default_strategies(llc) if guarded else ()
-    tools = _Tools(mcpu=mcpu, mattr=mattr, llc=llc, mca=mca, strategies=tuple(strategies))
+    strategies = None if strategies is None else tuple(strategies)
+    tools = _Tools(mcpu=mcpu, mattr=mattr, llc=llc, mca=mca, strategies=strategies)
     for f, (orders, notes) in zip(good, results, strict=True):
         f.orders, f.notes = orders, notes
         _finish_one(f, machine)
@@ -185,7 +185,17 @@ class _Tools(NamedTuple):
     mattr: str
     llc: str | os.PathLike | None
     mca: str | os.PathLike | None
-    strategies: tuple[str, ...]
+    strategies: tuple[str, ...] | None  # None: `default_strategies` of the llc
+
+
+def _pinned(module: MirModule, tools: _Tools) -> _Tools:
+    """``tools`` with one llc for every compile of ``module`` (the first installed one that
+    reads it, `llc_reading`, when none is chosen) and its LLVM version's strategies."""
+    llc = llc_reading(module.text, mcpu=tools.mcpu, mattr=tools.mattr, llc=tools.llc)
+    strategies = tools.strategies
+    return tools._replace(
+        llc=llc, strategies=default_strategies(llc) if strategies is None else strategies
+    )
 
 
 def _guard_one(f: FileSchedule, tools: _Tools, required: bool) -> None:
@@ -193,6 +203,7 @@ def _guard_one(f: FileSchedule, tools: _Tools, required: bool) -> None:
     (`jaxsched.io.mir_select.select`), ours among LLVM's."""
     assert f.module is not None
     try:
+        tools = _pinned(f.module, tools)
         f.text, f.guard = select(
             f.module,
             _candidates(f, tools),
@@ -265,14 +276,20 @@ def _default_machine() -> Machine:
 
 
 def _machine_cpu(machine_name: str, mcpu: str | None) -> tuple[str, str]:
-    """(mcpu, mattr) for a machine and an optional explicit ``mcpu``; `InputError` if they
-    disagree."""
+    """(mcpu, mattr) for a machine and an optional explicit ``mcpu``: the machine's own
+    processor (an alias too), or one it is the nearest model of
+    (`jaxsched.machines.amdgpu_names.nearest_model`, e.g. gfx908 on gfx906's model);
+    `InputError` otherwise."""
+    from jaxsched.machines.amdgpu_names import canonical, nearest_model
+
     target = machine_target(machine_name)
     if target is None:
         return mcpu or MCPU, ""
-    if mcpu is not None and mcpu != target[0]:
+    if mcpu is None:
+        return target
+    if canonical(mcpu) != target[0] and nearest_model(mcpu) != machine_name:
         raise InputError(f"--mcpu {mcpu} disagrees with machine {machine_name} ({target[0]})")
-    return target
+    return mcpu, target[1]
 
 
 #: The guard's label of the colony's orders with the headroom rule off (`colony_scheduler`).

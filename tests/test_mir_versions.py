@@ -16,8 +16,10 @@ from jaxsched.io.mir import (
     find_llc,
     ll_to_mir,
     llc_candidates,
+    llc_reading,
     mir_to_asm,
     read_mir,
+    run_llc,
     write_mir,
 )
 
@@ -141,11 +143,11 @@ def test_llc_choice(monkeypatch, tmp_path: Path):
 def _fake_llc(path: Path, version: int, stderr: str, marker: Path | None = None) -> Path:
     """An llc of LLVM ``version`` that fails every compile, printing ``stderr`` (and touching
     ``marker``)."""
-    touch = f"touch {marker}\n" if marker else ""
+    touch = f": > {marker}\n" if marker else ""
     path.write_text(
         "#!/bin/sh\n"
         f'if [ "$1" = --version ]; then echo "LLVM version {version}.0.0"; exit 0; fi\n'
-        f"{touch}echo '{stderr}' >&2\nexit 1\n"
+        f"{touch}/bin/cat >&2 <<'EOF'\n{stderr}\nEOF\nexit 1\n"
     )
     path.chmod(0o755)
     return path
@@ -171,13 +173,62 @@ def test_the_default_llc_passes_over_one_that_cannot_read_the_input(monkeypatch,
     # The chosen llc alone: its own parse error.
     with pytest.raises(LlcError, match=re.escape("in.mir:6:73: expected type")):
         mir_to_asm(text, llc=old)
-    # A failure that is not the input's (a crash): reported, no other llc tried.
+    # Any failure (a crash too): the next llc is tried, newest last, until one succeeds.
     marker = tmp_path / "tried"
     _fake_llc(bin_ / "llc", 14, "LLVM ERROR: out of registers")
     _fake_llc(bin_ / "llc-15", 15, "error: in.mir:1:1: x", marker)
-    with pytest.raises(LlcError, match="out of registers"):
+    assert mir_to_asm(text) == ours and marker.exists()
+    # None succeeds: each llc named with its own error line.
+    (bin_ / "llc-19").unlink()
+    with pytest.raises(LlcError, match="llc failed, each installed one: ") as e:
         mir_to_asm(text)
-    assert not marker.exists()
+    assert f"{bin_}/llc: LLVM ERROR: out of registers" in str(e.value)
+    assert f"{bin_}/llc-15: error: in.mir:1:1: x" in str(e.value)
+
+
+#: What llc prints when it aborts: its own error line, then a stack dump whose frames name
+#: ``report_fatal_error``.
+CRASH = """LLVM ERROR: Cannot select: intrinsic %llvm.amdgcn.mfma.f32.32x32x1f32
+PLEASE submit a bug report to https://github.com/llvm/llvm-project/issues/ and include ...
+Stack dump:
+0.	Program arguments: llc -march=amdgcn -mcpu=gfx906 in.ll
+1.	Running pass 'AMDGPU DAG->DAG Pattern Instruction Selection' on function '@k'
+ #0 0x00007f0 llvm::sys::PrintStackTrace(llvm::raw_ostream&, int)
+ #7 0x00007f7 llvm::report_fatal_error(llvm::Twine const&, bool)
+ #8 0x00007f8 llvm::SelectionDAGISel::CannotYetSelect(llvm::SDNode*)"""
+
+
+def test_an_llc_crash_is_reported_by_its_own_error_line(monkeypatch, tmp_path):
+    """llc's ``LLVM ERROR:`` line, not a stack frame, is the error's message."""
+    crash = _fake_llc(tmp_path / "llc", 19, CRASH)
+    with pytest.raises(LlcError) as e:
+        run_llc(["in.ll"], llc=crash)
+    assert str(e.value).endswith(
+        "LLVM ERROR: Cannot select: intrinsic %llvm.amdgcn.mfma.f32.32x32x1f32"
+    )
+    assert "#7" not in str(e.value) and "Stack dump" in e.value.stderr
+
+
+def test_the_llc_reading_a_module_is_pinned(monkeypatch, tmp_path):
+    """`llc_reading`: the chosen llc as is; else the first installed one that reads the
+    MIR; every llc's error when none does."""
+    real = next((p for v in VERSIONS if (p := llc_of(v))), None)
+    if real is None:
+        pytest.skip("no llc of LLVM 15 or newer is installed")
+    text = ll_to_mir(KERNELS[1], llc=real)
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    old = _fake_llc(bin_ / "llc", 14, "error: in.mir:6:73: expected type")
+    monkeypatch.setenv("PATH", str(bin_))
+    monkeypatch.delenv("JAXSCHED_LLC", raising=False)
+    assert llc_reading(text, llc=old) == str(old)
+    assert llc_reading(text) == str(old)  # one candidate: nothing to choose
+    (bin_ / "llc-19").symlink_to(real)
+    assert llc_reading(text) == str(bin_ / "llc-19")
+    (bin_ / "llc-19").unlink()
+    _fake_llc(bin_ / "llc-16", 16, "error: in.mir:2:1: unknown key")
+    with pytest.raises(LlcError, match="llc failed, each installed one: "):
+        llc_reading(text)
 
 
 def test_schedule_files_guards_newer_mir_with_the_default_llc(monkeypatch, tmp_path):

@@ -6,10 +6,13 @@ jaxsched mir schedule A.mir B.ll C.mir -o OUTDIR # every region of every file in
 jaxsched mir schedule IN.ll -o OUT.o --emit obj  # llc's final code of the schedule (or asm)
 jaxsched mir compare IN.ll [--json]              # llc with LLVM's scheduler vs ours
 
---machine NAME (an AMDGPU preset) sets llc's -mcpu and the MIR latency table; a MIR file
-compiled for another target-cpu is an error unless --force-target. --llc PATH (or
+--machine NAME (an AMDGPU preset) or --mcpu CPU (an LLVM AMDGPU processor or alias: gfx908,
+tonga...) names the target: llc's -mcpu, the machine model and the MIR latency table (a CPU
+without a model of its own gets the nearest modelled one, with a warning; both options given
+must agree; neither: gfx906).
+A MIR file compiled for another target-cpu is an error unless --force-target. --llc PATH (or
 $JAXSCHED_LLC) chooses the llc run on .ll inputs, by the guard and by compare; by default
-the PATH's llc, or the next installed one by LLVM version that can read the input.
+the PATH's llc, then each other installed one, newest last, until one succeeds.
 """
 
 from __future__ import annotations
@@ -20,8 +23,14 @@ import math
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from jaxsched.cli.main import MACHINE_HELP, UsageError, machine_named, seconds_type, seed_type
+from jaxsched.cli.main import MACHINES, UsageError, machine_named, seconds_type, seed_type
+from jaxsched.errors import InputError
+
+if TYPE_CHECKING:  # the CLI imports the library lazily (start-up time)
+    from jaxsched.machines.amdgpu_names import TargetChoice
+    from jaxsched.machines.model import Machine
 
 #: Values of ``--emit`` (`jaxsched.io.mir_emit.EMITS`, spelled out so that building the parser
 #: imports no more of the package).
@@ -91,7 +100,7 @@ def _register_schedule(sub: argparse._SubParsersAction) -> None:
     sch.add_argument(
         "--force-target",
         action="store_true",
-        help="schedule MIR compiled for another target-cpu than --machine's",
+        help="schedule MIR compiled for another target-cpu than --machine's or --mcpu's",
     )
     sch.add_argument(
         "--llvm-strategies",
@@ -148,18 +157,20 @@ def _common(p: argparse.ArgumentParser, schedule: bool) -> None:
     p.add_argument(
         "--mcpu",
         default=None,
-        help="llc target CPU for .ll input and the latency table (default: --machine's, "
-        "else gfx906)",
+        metavar="CPU",
+        help="the target: an LLVM AMDGPU processor or alias (gfx908, tonga...), llc's -mcpu; "
+        "alone, it also picks the machine model and latency table, its own or the nearest "
+        "modelled one with a warning (docs/frontends.md) (default: --machine's, else gfx906)",
     )
     p.add_argument(
         "--llc",
         default=None,
         metavar="PATH",
         help="the llc to run (default $JAXSCHED_LLC, else llc, llc-14 ... on the PATH: the "
-        "first found, or the next by LLVM version that reads an input it cannot)",
+        "first found, then each other installed one, newest last, until one succeeds)",
     )
     if schedule:
-        p.add_argument("--machine", default="gfx906", help=MACHINE_HELP)
+        p.add_argument("--machine", default=None, help=_MACHINE_HELP)
         p.add_argument(
             "--seed", type=seed_type, default=0, help="random seed of the scheduler (>= 0)"
         )
@@ -184,6 +195,11 @@ def _common(p: argparse.ArgumentParser, schedule: bool) -> None:
 
 #: Values of ``--method``.
 METHODS = ("auto", "schedule", "heuristic", "original")
+#: Help of ``--machine``.
+_MACHINE_HELP = (
+    f"machine preset: {', '.join(MACHINES)} (default: --mcpu's model, else gfx906; "
+    "docs/machines.md)"
+)
 
 
 def _llc(args: argparse.Namespace) -> str | None:
@@ -198,18 +214,37 @@ def _llc(args: argparse.Namespace) -> str | None:
     return found
 
 
-def _target(args: argparse.Namespace) -> tuple[str, str]:
-    """(mcpu, mattr) of ``--machine`` / ``--mcpu``; `UsageError` if they disagree."""
-    from jaxsched.io.mir import MCPU, machine_target
+def _choice(args: argparse.Namespace) -> TargetChoice:
+    """The target of ``--machine`` / ``--mcpu``
+    (`jaxsched.machines.amdgpu_names.choose_target`), a warning on stderr when its model is
+    another processor's; `UsageError` for an unknown ``--mcpu`` or a disagreement."""
+    from jaxsched.io.mir import MCPU
+    from jaxsched.machines.amdgpu_names import canonical, choose_target
 
-    target = machine_target(getattr(args, "machine", "generic"))
-    if target is None:
-        return args.mcpu or MCPU, ""
-    if args.mcpu is not None and args.mcpu != target[0]:
-        raise UsageError(
-            f"--mcpu {args.mcpu} disagrees with --machine {args.machine} ({target[0]})"
+    try:
+        choice = choose_target(getattr(args, "machine", None), args.mcpu, MCPU)
+    except InputError as e:
+        raise UsageError(str(e)) from None
+    if choice.fallback:
+        print(
+            f"jaxsched {args.command}: warning: no model of {canonical(choice.mcpu)} "
+            f"(--mcpu {choice.mcpu}): using {choice.machine}'s, the nearest modelled target "
+            f"(docs/frontends.md); llc still compiles for {choice.mcpu}",
+            file=sys.stderr,
         )
-    return target
+    return choice
+
+
+def _target(args: argparse.Namespace) -> tuple[str, str]:
+    """llc's (mcpu, mattr) of ``--machine`` / ``--mcpu`` (`_choice`)."""
+    choice = _choice(args)
+    return choice.mcpu, choice.mattr
+
+
+def _machine_target(args: argparse.Namespace) -> tuple[Machine, str, str]:
+    """The machine and llc's (mcpu, mattr) of ``--machine`` / ``--mcpu`` (`_choice`)."""
+    choice = _choice(args)
+    return machine_named(choice.machine), choice.mcpu, choice.mattr
 
 
 def _load(args: argparse.Namespace):
@@ -282,8 +317,7 @@ def run_schedule(args: argparse.Namespace) -> int:
     from jaxsched.io.mir_emit import SUFFIXES, require_llc
     from jaxsched.mir_files import schedule_files
 
-    machine = machine_named(args.machine)
-    mcpu, mattr = _target(args)
+    machine, mcpu, mattr = _machine_target(args)
     llc = _llc(args)
     require_llc(args.emit, llc)  # before any work: asm and obj need llc
     outputs = output_paths(args.inputs, args.output, SUFFIXES[args.emit])
@@ -425,10 +459,8 @@ def output_paths(inputs: list[str], output: str, suffix: str = ".mir") -> list[P
 def run_compare(args: argparse.Namespace) -> int:
     from jaxsched.io.mir import compare
 
-    scheduler, name = scheduler_for(
-        args.method, machine_named(args.machine), args.seed, None, args.headroom_allowance
-    )
-    mcpu, mattr = _target(args)
+    machine, mcpu, mattr = _machine_target(args)
+    scheduler, name = scheduler_for(args.method, machine, args.seed, None, args.headroom_allowance)
     rows, module, notes = compare(
         args.input, scheduler, name=name, mcpu=mcpu, mattr=mattr, llc=_llc(args)
     )

@@ -55,6 +55,7 @@ __all__ = [
     "ll_to_asm",
     "ll_to_mir",
     "llc_candidates",
+    "llc_reading",
     "llvm_version",
     "machine_target",
     "mir_to_asm",
@@ -85,9 +86,6 @@ class LlcError(MirError):
 
 #: The llc names looked for on the PATH, in `find_llc`'s order.
 LLC_NAMES = ("llc", *(f"llc-{v}" for v in range(14, 20)))
-#: llc's report of an input it cannot read (a file, line and column: an older LLVM reading a
-#: newer one's IR or MIR, e.g. llc 14 and opaque pointers, llc 16 and a key LLVM 19 writes).
-_UNREADABLE = re.compile(r"(\.(ll|mir)|YAML):\d+:\d+: ")
 _VERSION = re.compile(r"LLVM version (\d+)")
 
 
@@ -106,13 +104,29 @@ def find_llc(llc: str | os.PathLike | None = None) -> str | None:
 def llc_candidates(llc: str | os.PathLike | None = None) -> list[str]:
     """The llcs `run_llc` may run, in order: the chosen one alone (``llc`` or
     ``$JAXSCHED_LLC``); else `find_llc`'s default, then every other llc on the PATH by LLVM
-    version, lowest first (one per program)."""
+    version, newest last (one per program)."""
     first = find_llc(llc)
     if llc or os.environ.get("JAXSCHED_LLC") or first is None:
         return [first] if first else []
     found = {os.path.realpath(p): p for name in LLC_NAMES if (p := shutil.which(name))}
     others = sorted(set(found) - {os.path.realpath(first)}, key=llvm_version)
     return [first, *(found[p] for p in others)]
+
+
+def llc_reading(
+    mir_text: str, *, mcpu: str = MCPU, mattr: str = "", llc: str | os.PathLike | None = None
+) -> str | None:
+    """The llc that compiles ``mir_text`` from here on: ``llc`` when chosen, else the first of
+    `llc_candidates` that reads it (``-run-pass=none``), so that every compile of one module
+    is one LLVM's; None if none is installed. `LlcError` (each llc's error) if none reads it."""
+    candidates = llc_candidates(llc)
+    if len(candidates) <= 1:
+        return candidates[0] if candidates else None
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "in.mir"
+        p.write_text(mir_text)
+        args = [*_target_args(mcpu, mattr), "-run-pass=none", str(p), "-o", os.devnull]
+        return run_llc_process(args, llc=llc).args[0]
 
 
 @functools.cache
@@ -131,9 +145,10 @@ def run_llc(
 ) -> str:
     """Run llc with ``args``; return its stdout. `LlcError` if missing or failing.
 
-    The llc is ``llc`` or ``$JAXSCHED_LLC`` when given; else the PATH's default (`find_llc`),
-    and when that one cannot read the input (`_UNREADABLE`: IR or MIR of a newer LLVM) the
-    next of `llc_candidates` that can. A failure is reported as the first llc's."""
+    The llc is ``llc`` or ``$JAXSCHED_LLC`` when given; else each of `llc_candidates` in turn
+    (the PATH's default, then the others, newest last) until one succeeds: an older llc
+    cannot read a newer LLVM's IR or MIR, a newer one may refuse an older one's. When none
+    succeeds, the error names each llc and its error line."""
     return run_llc_process(args, timeout, llc=llc).stdout
 
 
@@ -141,33 +156,47 @@ def run_llc_process(
     args: Sequence[str], timeout: float = 120.0, *, llc: str | os.PathLike | None = None
 ) -> subprocess.CompletedProcess:
     """`run_llc`, the whole finished process (stdout and stderr, e.g. llc's
-    ``-print-machine-bfi`` report) of the llc that succeeded."""
-    exe = find_llc(llc)
-    if exe is None:
+    ``-print-machine-bfi`` report) of the llc that succeeded (its path is ``.args[0]``)."""
+    candidates = llc_candidates(llc)
+    if not candidates:
         wanted = llc or os.environ.get("JAXSCHED_LLC")
         raise LlcError(
             f"llc {str(wanted)!r} not found"
             if wanted
             else "llc not found (install LLVM, e.g. apt-get install llvm-15, or pass --llc)"
         )
-    proc = _run_llc_once(exe, args, timeout)
-    if proc.returncode == 0:
-        return proc
-    error = _llc_error(proc)
-    for other in llc_candidates(llc)[1:] if _UNREADABLE.search(proc.stderr) else []:
-        proc = _run_llc_once(other, args, timeout)
+    failed: list[tuple[str, subprocess.CompletedProcess]] = []
+    for exe in candidates:
+        proc = _run_llc_once(exe, args, timeout)
         if proc.returncode == 0:
             return proc
-        if not _UNREADABLE.search(proc.stderr):
-            break
-    raise error
+        failed.append((exe, proc))
+    if len(failed) == 1:
+        raise _llc_error(failed[0][1])
+    each = "; ".join(f"{exe}: {_error_line(proc.stderr)}" for exe, proc in failed)
+    raise LlcError(f"llc failed, each installed one: {each}", failed[0][1].stderr)
+
+
+#: Lines of llc's crash report that are not its error: stack frames, the dump's banner, the
+#: bug-report request and the program arguments.
+_CRASH_NOISE = re.compile(
+    r"^(#\d+ 0x|\d+\.\s|Stack dump|PLEASE submit|Program arguments|Running pass)"
+)
+_ERROR = re.compile(r"^LLVM ERROR:|\berror\b:", re.IGNORECASE)
+
+
+def _error_line(stderr: str) -> str:
+    """llc's own error line in what it printed: the first ``LLVM ERROR: ...`` or ``...
+    error: ...`` line (never a stack frame of a crash), else the last line that is not crash
+    noise."""
+    lines = [x.strip() for x in stderr.splitlines() if x.strip()]
+    own = [x for x in lines if not _CRASH_NOISE.match(x)]
+    return next((x for x in own if _ERROR.search(x)), own[-1] if own else "no message")
 
 
 def _llc_error(proc: subprocess.CompletedProcess) -> LlcError:
-    """The error of a failed llc run, its message llc's first error line."""
-    lines = [x.strip() for x in proc.stderr.splitlines() if x.strip()]
-    first = next((x for x in lines if "error" in x), lines[-1] if lines else "no message")
-    return LlcError(f"llc failed (exit {proc.returncode}): {first}", proc.stderr)
+    """The error of a failed llc run, its message llc's error line (`_error_line`)."""
+    return LlcError(f"llc failed (exit {proc.returncode}): {_error_line(proc.stderr)}", proc.stderr)
 
 
 def _run_llc_once(exe: str, args: Sequence[str], timeout: float) -> subprocess.CompletedProcess:
@@ -208,10 +237,13 @@ def read_input(
 
 def latency_cpu(mcpu: str) -> str:
     """The latency table (`jaxsched.io.latency.LATENCY_BY_CPU`) used for llc's ``mcpu``: its
-    own, else gfx906's."""
+    own, else its model's (`jaxsched.machines.amdgpu_names.nearest_model`: ``gfx940`` and
+    ``gfx950`` get gfx942's, ``tonga`` gfx906's), else gfx906's."""
     from jaxsched.io.latency import LATENCY_BY_CPU
+    from jaxsched.machines.amdgpu_names import nearest_model
 
-    return mcpu if mcpu in LATENCY_BY_CPU else MCPU
+    cpu = mcpu if mcpu in LATENCY_BY_CPU else nearest_model(mcpu)
+    return cpu if cpu in LATENCY_BY_CPU else MCPU
 
 
 def ll_to_mir(
@@ -305,12 +337,20 @@ def target_cpus(module: MirModule) -> set[str]:
 
 def check_target(module: MirModule, mcpu: str) -> None:
     """`MirError` naming the file and both targets if the module's IR says another
-    ``target-cpu`` than ``mcpu`` (llc would compile it for that one)."""
-    other = sorted(target_cpus(module) - {mcpu})
+    ``target-cpu`` than ``mcpu`` (llc would compile it for that one); LLVM's aliases of a
+    processor agree (``tonga`` is ``gfx802``, `jaxsched.machines.amdgpu_names.canonical`)."""
+    from jaxsched.machines.amdgpu_names import canonical
+
+    want = canonical(mcpu) or mcpu
+    other = sorted(cpu for cpu in target_cpus(module) if (canonical(cpu) or cpu) != want)
     if other:
+        named = (
+            cpu if canonical(cpu) in (None, cpu) else f"{cpu} ({canonical(cpu)})" for cpu in other
+        )
         raise MirError(
-            f"{module.source}: compiled for target-cpu {', '.join(other)}, not {mcpu} "
-            f"(choose the matching --machine, or --force-target to schedule it as {mcpu})"
+            f"{module.source}: compiled for target-cpu {', '.join(named)}, not {mcpu} "
+            f"(choose the matching --mcpu or --machine, or --force-target to schedule it as "
+            f"{mcpu})"
         )
 
 
