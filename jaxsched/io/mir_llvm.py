@@ -81,9 +81,19 @@ def tag_instructions(module: MirModule) -> tuple[str, dict[int, int]]:
                 tags[ins.line] = int(own.group(1))
             elif not (ins.opcode in META or ins.opcode.startswith("DBG_")):
                 tags[ins.line] = fresh
-                lines[ins.line] = _with_tag(lines[ins.line], ins.opcode, fresh)
+                lines[ins.line] = _tagged(lines[ins.line], ins, fresh)
                 fresh += 1
     return "".join(lines), tags
+
+
+def _tagged(line: str, ins: MirInstr, tag: int) -> str:
+    """`_with_tag` of an instruction line; for a bundle, of its header (the text before the
+    ``{`` that opens it, as llc reads ``BUNDLE implicit-def $vgpr1, debug-instr-number 7 {``)."""
+    if not ins.parts:
+        return _with_tag(line, ins.opcode, tag)
+    head = ins.parts[0]
+    at = line.index(head.text) + len(head.text)
+    return _with_tag(line[:at], head.opcode, tag) + line[at:]
 
 
 def _with_tag(line: str, opcode: str, tag: int) -> str:

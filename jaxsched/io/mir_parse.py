@@ -1,17 +1,20 @@
 """A line-level reader for LLVM Machine IR (MIR) text, as ``llc -stop-before=...`` prints.
 
 The reader knows the document structure (a YAML stream: an optional ``--- |`` LLVM IR document,
-then one ``---`` ... ``...`` document per machine function whose ``body: |`` holds the blocks)
-and places every line of the file: a truncated document, a stray line, a block or key defined
+then one ``---`` ... ``...`` document per machine function whose ``body: |`` holds the blocks;
+as in YAML, a document at the start of the stream or after ``...`` may omit its ``---``) and
+places every line of the file: a truncated document, a stray line, a block or key defined
 twice, a reference to a missing block or an instruction it cannot parse raises `MirError`
 naming the file and 1-based line; nothing is skipped silently. It is tolerant where LLVM
 versions differ: unknown function keys, instruction flags and operand kinds are carried through.
 
 Only what scheduling needs is parsed: functions (``name:``, ``registers:``, ``body: |``), basic
 blocks (``bb.N``, ``successors:``), and per instruction its register operands (virtual ``%N`` /
-physical ``$name``, sub-register index, flags), opcode and memory operands (after ``::``). The
-original text is kept line by line (with line endings) so a writer can reorder instruction lines
-and leave every other byte unchanged.
+physical ``$name``, sub-register index, flags), opcode and memory operands (after ``::``);
+spaces and tabs between tokens are free, as in LLVM's lexer. A bundle (an instruction followed
+by ``{``, its members, ``}``) is one instruction to the scheduler. The original text is kept
+line by line (with line endings) so a writer can reorder instruction lines and leave every
+other byte unchanged.
 """
 
 from __future__ import annotations
@@ -91,15 +94,20 @@ class MemOperand:
 
 @dataclass(frozen=True)
 class MirInstr:
-    """One machine instruction line.
+    """One machine instruction, or one bundle taken as a whole.
 
     Attributes:
-      line: 0-based index into `MirModule.lines`.
-      text: the instruction text (the line stripped of indentation and line ending).
-      opcode: e.g. ``V_ADD_F32_e32``.
-      regs: register operands in textual order.
-      mem: memory operands.
-      bundle_end: for a ``BUNDLE ... {`` header, the line index of the closing ``}``; else -1.
+      line: 0-based index into `MirModule.lines` (a bundle: the line of its header).
+      text: the instruction text (stripped of indentation, line ending and a ``;`` comment); a
+        bundle: the instructions and braces of its first line, joined by spaces.
+      opcode: e.g. ``V_ADD_F32_e32`` (a bundle: its header's, e.g. ``BUNDLE``).
+      regs: register operands in textual order (a bundle: `bundle_operands` of its parts).
+      mem: memory operands (a bundle: those of all its parts).
+      bundle_end: for a bundle, the line index of its last closing ``}``; else -1.
+      parts: for a bundle, its header and members (and any instruction after ``}`` on the
+        closing line), each parsed on its own; else empty.
+      slots: for a bundle, per operand of ``regs``: (index into ``parts``, index into that
+        part's ``regs``); else empty.
     """
 
     line: int
@@ -108,6 +116,8 @@ class MirInstr:
     regs: tuple[RegOperand, ...]
     mem: tuple[MemOperand, ...]
     bundle_end: int = -1
+    parts: tuple[MirInstr, ...] = ()
+    slots: tuple[tuple[int, int], ...] = ()
 
     @property
     def is_debug(self) -> bool:
@@ -288,19 +298,20 @@ def parse_mem_operand(text: str) -> MemOperand:
 
 
 def parse_instruction(text: str, line: int, where: str) -> MirInstr:
-    """Parse one instruction line (stripped text); `MirError` on syntax it cannot follow: no
-    opcode, a definition or memory operand it cannot read, an empty operand, or an operand
-    that names a register but is not a register operand (e.g. a missing comma)."""
+    """Parse one instruction (stripped text, no comment; spaces and tabs between tokens are
+    free, ``=`` and ``::`` need none); `MirError` on syntax it cannot follow: no opcode, a
+    definition or memory operand it cannot read, an empty operand, or an operand that names a
+    register but is not a register operand (e.g. a missing comma)."""
     here = f"{where}:{line + 1}"
     body = text
     mem_text = ""
-    k = find_top_level(body, " :: ")
+    k = find_top_level(body, "::")
     if k >= 0:
-        body, mem_text = body[:k], body[k + 4 :]
+        body, mem_text = body[:k], body[k + 2 :]
     defs_text = ""
-    k = find_top_level(body, " = ")
+    k = find_top_level(body, "=")
     if k >= 0:
-        defs_text, body = body[:k], body[k + 3 :]
+        defs_text, body = body[:k], body[k + 1 :]
     words = body.split(None, 1)
     while words and _FLAG_WORD.match(words[0]):
         words = words[1].split(None, 1) if len(words) > 1 else []
@@ -372,23 +383,14 @@ def read_mir_text(source: str | os.PathLike, text: str | None = None) -> ParsedM
         if not raw.strip() or raw.startswith(("#", "%")):  # blank, comment, YAML directive
             i += 1
             continue
-        if not _is_doc_start(raw):
-            if last is None:
-                raise MirError(f"{where}:{i + 1}: not MIR: expected '---', got {brief(raw)}")
-            raise MirError(
-                f"{where}:{i + 1}: unexpected line {brief(raw)} after the end of a document "
-                "(expected '---')"
-            )
-        rest = raw[3:].strip()
+        rest, start = _document_head(raw, i, where, last is None)
         if _BLOCK_SCALAR.match(rest):
-            j, ended = _ir_document(lines, i + 1, where, defined)
+            j, ended = _ir_document(lines, start, where, defined)
             last = ("the embedded LLVM IR", i, ended)
-        elif not rest:
-            j, ended, doc = _function_document(lines, i + 1, where)
-            pending.append(doc)
-            last = (f"function {doc.name!r}", i, ended)
         else:
-            raise MirError(f"{where}:{i + 1}: unexpected text after '---': {brief(rest)}")
+            j, ended, doc = _function_document(lines, start, i, where)
+            pending += [doc] if doc else []
+            last = (f"function {doc.name!r}" if doc else "an empty document", i, ended)
         i = j
     if last is None:
         raise MirError(f"{where}:1: not MIR (no '---' document)")
@@ -408,6 +410,32 @@ def read_mir_text(source: str | os.PathLike, text: str | None = None) -> ParsedM
     ]
     _check_every_define_has_a_function(defined, functions, where)
     return ParsedMir(where, lines, functions)
+
+
+def _document_head(raw: str, i: int, where: str, first: bool) -> tuple[str, int]:
+    """How the document starting at line ``i`` (``raw``) opens: (``"|"`` or the like for the
+    embedded IR, ``""`` for a function document; the index of its first content line). YAML
+    lets a document without ``---`` start the stream (``first``) or follow ``...``, as llc
+    reads it: a ``key: value`` line then starts a function document, a block scalar indicator
+    (``|``) the IR."""
+    if _is_doc_start(raw):
+        rest = raw[3:].strip()
+        rest = "" if rest.startswith("#") else rest
+        if rest and not _BLOCK_SCALAR.match(rest):
+            raise MirError(f"{where}:{i + 1}: unexpected text after '---': {brief(rest)}")
+        return rest, i + 1
+    if _BLOCK_SCALAR.match(raw):
+        return raw.strip(), i + 1
+    if _KEY.match(raw):
+        return "", i
+    if first:
+        raise MirError(
+            f"{where}:{i + 1}: not MIR: expected '---' or 'key: value', got {brief(raw)}"
+        )
+    raise MirError(
+        f"{where}:{i + 1}: unexpected line {brief(raw)} after the end of a document "
+        "(expected '---')"
+    )
 
 
 def _is_doc_start(raw: str) -> bool:
@@ -468,11 +496,13 @@ class _FunctionDoc(NamedTuple):
     body: tuple[int, int]  # line range [start, end) of the body block scalar
 
 
-def _function_document(lines: list[str], i: int, where: str) -> tuple[int, bool, _FunctionDoc]:
-    """Read one function document from ``i`` (after its ``---``); returns (next index, whether
-    it ended with ``...``, the document). Top-level lines are ``key: value`` (each key once);
-    indented lines belong to the key above them; ``body: |`` holds the blocks."""
-    first = i
+def _function_document(
+    lines: list[str], i: int, head: int, where: str
+) -> tuple[int, bool, _FunctionDoc | None]:
+    """Read one function document from ``i`` (its first line after any ``---``, which is at
+    ``head``); returns (next index, whether it ended with ``...``, the document, or None for
+    an empty one). Top-level lines are ``key: value`` (each key once); indented lines belong
+    to the key above them; ``body: |`` holds the blocks."""
     keys: dict[str, int] = {}
     name, classes, body = "", {}, None
     ended = False
@@ -512,8 +542,10 @@ def _function_document(lines: list[str], i: int, where: str) -> tuple[int, bool,
                 raise MirError(f"{where}:{i}: 'body:' must be a block scalar ('body: |')")
             body = (i, _block_scalar_end(lines, i, where))
             i = body[1]
+    if not keys:
+        return i, ended, None  # an empty document: llc skips it
     if not name:
-        at = keys.get("name", first - 1) + 1
+        at = keys.get("name", head) + 1
         raise MirError(f"{where}:{at}: function document without a 'name:'")
     if body is None:
         raise MirError(f"{where}:{keys['name'] + 1}: function {name!r} has no 'body:'")
@@ -564,7 +596,9 @@ def _block_scalar_end(lines: list[str], i: int, where: str) -> int:
 def _parse_body(lines: list[str], i: int, end: int, where: str, fname: str) -> list[MirBlock]:
     """Parse the body lines ``[i, end)`` into blocks. Every non-blank line is a block header,
     ``successors:`` / ``liveins:`` (before the block's instructions), a comment or an
-    instruction; anything else raises `MirError`."""
+    instruction (a bundle: `_statement`); anything else raises `MirError`. Comments and debug
+    instructions right after an instruction belong to it (`MirBlock.trailing`); blank lines,
+    and comments after them, belong to no instruction."""
     here_fn = f"{where} (function {fname!r})"
     blocks: list[MirBlock] = []
     refs: list[tuple[int, int]] = []  # (line, block number) of each %bb.N reference
@@ -595,36 +629,129 @@ def _parse_body(lines: list[str], i: int, end: int, where: str, fname: str) -> l
                 refs += [(i, x) for x in block.successors]
             i += 1
             continue
-        instr = parse_instruction(s, i, here_fn)
-        refs += [(i, int(x)) for x in _BB_REF.findall(_strip_comment(s))]
-        if s.endswith("{"):
-            j = _bundle_end(lines, i + 1, end, here)
-            instr = MirInstr(
-                line=instr.line,
-                text=instr.text,
-                opcode=instr.opcode,
-                regs=instr.regs,
-                mem=instr.mem,
-                bundle_end=j,
-            )
-            block.instrs.append(instr)
-            block.trailing.append(list(range(i + 1, j + 1)))
-            last_owner = block.trailing[-1]
-            i = j + 1
-            continue
-        if instr.is_debug and block.instrs:
+        instr, j = _statement(lines, i, end, here_fn, refs)
+        if instr.is_debug and block.instrs and not instr.parts:
             # Debug values travel with the instruction before them (as LLVM's scheduler does).
             block.trailing[-1].append(i)
-            i += 1
-            continue
-        block.instrs.append(instr)
-        block.trailing.append([])
-        last_owner = block.trailing[-1]
-        i += 1
+        else:
+            block.instrs.append(instr)
+            block.trailing.append(list(range(i + 1, j)))
+            last_owner = block.trailing[-1]
+        i = j
     if not blocks:
         raise MirError(f"{here_fn}:{i}: the body has no basic block")
     _check_block_refs(blocks, refs, here_fn)
     return blocks
+
+
+def _statement(
+    lines: list[str], i: int, end: int, where: str, refs: list[tuple[int, int]]
+) -> tuple[MirInstr, int]:
+    """The instruction starting at line ``i`` and the index of the line after it. A ``{``
+    after an instruction opens a bundle, up to the ``}`` that starts a later line (as llc
+    reads it: ``{`` on the header's line, the first member may follow it there, another
+    instruction may follow the ``}``); the bundle, with the lines inside it, is one
+    instruction (`MirInstr.parts`). Records the ``%bb.N`` references in ``refs``."""
+    parts: list[MirInstr] = []
+    inside, close, opened = False, -1, 0
+    j = i
+    while True:
+        here = f"{where}:{j + 1}"
+        s = lines[j].strip()
+        if j > i and _BLOCK.match(s):
+            raise MirError(f"{here}: block header {brief(s)} inside the bundle of line {i + 1}")
+        prev = ""
+        for tok in _split_statements(s):
+            refs += [(j, int(x)) for x in _BB_REF.findall(tok)]
+            if tok == "{" and (inside or prev in ("", "{", "}")):
+                raise MirError(f"{here}: '{{' must follow an instruction (bundles do not nest)")
+            if tok == "}" and not inside:
+                raise MirError(f"{here}: '}}' closes no bundle")
+            if tok == "}" and prev:
+                raise MirError(
+                    f"{here}: '}}' must start its line (llc reads no '}}' after operands)"
+                )
+            if tok == "}" and len(parts) == opened:
+                raise MirError(f"{here}: empty bundle (llc cannot read one)")
+            if tok == "{":
+                inside, opened = True, len(parts)
+            elif tok == "}":
+                inside, close = False, j
+            else:
+                parts.append(parse_instruction(tok, j, where))
+            prev = tok
+        j += 1
+        if not inside:
+            break
+        if j >= end:
+            raise MirError(f"{where}:{i + 1}: bundle opened here is never closed with '}}'")
+    if close < 0:
+        return parts[0], j
+    regs, slots = bundle_operands(parts)
+    unit = MirInstr(
+        line=i,
+        text=" ".join(_split_statements(lines[i].strip())),
+        opcode=parts[0].opcode,
+        regs=regs,
+        mem=tuple(m for p in parts for m in p.mem),
+        bundle_end=close,
+        parts=tuple(parts),
+        slots=slots,
+    )
+    return unit, j
+
+
+def _split_statements(s: str) -> list[str]:
+    """A body line (stripped) cut into its instruction texts and bundle braces (``{``, ``}``
+    outside brackets and quotes; ``!{`` opens metadata), in order; a ``;`` comment outside
+    brackets and quotes ends the line."""
+    if not any(c in s for c in "{};"):
+        return [s] if s else []
+    out: list[str] = []
+    start, depth, quote, i = 0, 0, False, 0
+    while i < len(s):
+        c = s[i]
+        if quote:
+            i += c == "\\"
+            quote = c != '"'
+        elif c == '"':
+            quote = True
+        elif c in "([<" or (c == "{" and s[i - 1 : i] == "!"):
+            depth += 1
+        elif c in ")]>" or (c == "}" and depth):
+            depth = max(0, depth - 1)
+        elif depth == 0 and c == ";":
+            break
+        elif depth == 0 and c in "{}":
+            out += [t for t in (s[start:i].strip(), c) if t]
+            start = i + 1
+        i += 1
+    tail = s[start:i].strip()
+    return [*out, tail] if tail else out
+
+
+def bundle_operands(
+    parts: list[MirInstr],
+) -> tuple[tuple[RegOperand, ...], tuple[tuple[int, int], ...]]:
+    """The register operands of a bundle as one instruction, and where each comes from
+    (`MirInstr.slots`): every operand of its parts but the reads of a value defined inside the
+    bundle (flagged ``internal``, or a register, or that sub-register, an earlier part
+    defines). A ``BUNDLE`` header's operands sum up its members (LLVM's ``finalizeBundle``):
+    they are kept and define nothing inside."""
+    regs: list[RegOperand] = []
+    slots: list[tuple[int, int]] = []
+    inside: set[tuple[str, str]] = set()
+    for p, part in enumerate(parts):
+        for k, op in enumerate(part.regs):
+            if not op.is_def and (
+                "internal" in op.flags or (op.name, op.subreg) in inside or (op.name, "") in inside
+            ):
+                continue
+            regs.append(op)
+            slots.append((p, k))
+        if part.opcode != "BUNDLE":
+            inside |= {(op.name, op.subreg) for op in part.regs if op.is_def}
+    return tuple(regs), tuple(slots)
 
 
 def _new_block(m: re.Match, i: int, blocks: list[MirBlock], here: str) -> MirBlock:
@@ -638,20 +765,6 @@ def _new_block(m: re.Match, i: int, blocks: list[MirBlock], here: str) -> MirBlo
         MirBlock(number=number, name=m.group("name") or "", header_line=i, successors=None)
     )
     return blocks[-1]
-
-
-def _bundle_end(lines: list[str], j: int, end: int, here: str) -> int:
-    """Index of the ``}`` closing a bundle whose first inner line is ``j``."""
-    while j < end and lines[j].strip() != "}":
-        j += 1
-    if j >= end:
-        raise MirError(f"{here}: bundle opened here is never closed with '}}'")
-    return j
-
-
-def _strip_comment(s: str) -> str:
-    k = find_top_level(s, ";")
-    return s if k < 0 else s[:k]
 
 
 def _check_block_refs(blocks: list[MirBlock], refs: list[tuple[int, int]], here: str) -> None:

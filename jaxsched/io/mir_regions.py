@@ -3,9 +3,13 @@
 Rules (see ``docs/frontends.md``):
 
 * Regions: maximal runs of instructions of one basic block between boundaries (terminators,
-  calls, labels, writes of EXEC, S_SETREG, GPR-index mode changes, bundles) as in LLVM's
+  calls, labels, writes of EXEC, S_SETREG, GPR-index mode changes) as in LLVM's
   ``SIInstrInfo::isSchedulingBoundary``; debug instructions are skipped (they move with the
   instruction before them). Runs of one instruction are not regions (LLVM skips them too).
+* Bundles: one instruction, as LLVM's scheduler takes them: the operands of all its parts
+  but reads of values defined inside (`jaxsched.io.mir_parse.bundle_operands`), the memory
+  accesses of all its members, a boundary if a member is, and the latency of
+  ``SIInstrInfo::getInstrLatency`` (the longest member's, plus one per further member).
 * Virtual registers: data, anti and output edges per 16-bit lane (sub-register aware), exactly
   LLVM's lane-mask rules (``ScheduleDAGInstrs`` with lane tracking, as the GCN scheduler uses).
 * Physical registers: data, anti and output edges per register unit (``$sgpr4_sgpr5`` is
@@ -72,8 +76,10 @@ class MirRegion:
       function: function name.
       block: basic block number.
       instrs: the instructions in input order (ids of ``region`` index this tuple).
-      groups: per instruction, the MIR line indices that move with it (its line, then its
-        debug values), in input order.
+      groups: per instruction, the MIR line indices that move with it (its line, then the
+        rest of its bundle, its debug values and comments), in input order. The other lines
+        among them (blank lines, comments after those) keep their place among the
+        instructions (`jaxsched.io.mir_write.write_mir`).
       region: the modelled region, or None when it cannot be modelled. Its instruction ids
         0..n-1 are ``instrs``; when it ends with the completion pseudo-instruction (id n,
         `EXIT_TEXT`, see `completion_edges`) every order of it issues that one last.
@@ -230,9 +236,24 @@ def _effects(ins: MirInstr, widths: dict[str, int | None]) -> _Effects:
     )
 
 
+def members(ins: MirInstr) -> tuple[MirInstr, ...]:
+    """The instructions whose effects ``ins`` has: itself, or a bundle's parts but a
+    ``BUNDLE`` header (whose operands only sum up its members)."""
+    if not ins.parts:
+        return (ins,)
+    return tuple(p for p in ins.parts if p.opcode != "BUNDLE") or ins.parts
+
+
+def instr_latency(ins: MirInstr, table: dict[str, int]) -> int:
+    """The latency of ``ins`` in ``table``; a bundle's, as ``SIInstrInfo::getInstrLatency``:
+    its longest member's, plus one per further member."""
+    inner = members(ins)
+    return max(table[lat.latency_class(x.opcode)] for x in inner) + len(inner) - 1
+
+
 def is_boundary(ins: MirInstr) -> bool:
     """True if LLVM ends a scheduling region at ``ins`` (see the module docstring)."""
-    if ins.bundle_end >= 0 or lat.is_boundary_opcode(ins.opcode):
+    if any(lat.is_boundary_opcode(x.opcode) for x in members(ins)):
         return True
     return any(
         op.is_def and not op.virtual and phys_units(op.name) & _EXEC_UNITS for op in ins.regs
@@ -267,7 +288,7 @@ def completion_edges(
         has_succ[e.src] = True
     exit_id, out = len(instrs), []
     for i, ins in enumerate(instrs):
-        own = table[lat.latency_class(ins.opcode)]
+        own = instr_latency(ins, table)
         if own > 1 and own > longest[i]:
             out.append(Edge(src=i, dst=exit_id, latency=own, kind="other"))
         elif not has_succ[i]:
@@ -314,6 +335,18 @@ class _MemKind:
 
 
 def _mem_kind(ins: MirInstr) -> _MemKind:
+    """How ``ins`` (a bundle: all its members) takes part in memory ordering."""
+    kinds = [_mem_kind_one(x) for x in members(ins)]
+    barrier = any(k.barrier for k in kinds)
+    return _MemKind(
+        barrier=barrier,
+        access=not barrier and any(k.access for k in kinds),
+        load=any(k.load for k in kinds),
+        store=any(k.store for k in kinds),
+    )
+
+
+def _mem_kind_one(ins: MirInstr) -> _MemKind:
     op = ins.opcode
     if ins.mem:
         if all(
@@ -376,7 +409,7 @@ class _Dependences:
         ir: IrFunction | None = None,
     ) -> None:
         self.instrs, self.widths, self.ir = instrs, widths, ir
-        self.latency = [table[lat.latency_class(x.opcode)] for x in instrs]  # per instruction
+        self.latency = [instr_latency(x, table) for x in instrs]  # per instruction
         self.edges: list[Edge] = []
         self.vdefs: dict[
             str, list[tuple[int, int, int, bool]]
@@ -504,7 +537,7 @@ def _successors(fn: MirFunction) -> dict[int, list[int]]:
             out[b.number] = list(b.successors)
             continue
         succ: list[int] = []
-        real = [x for x in b.instrs if not x.is_debug]
+        real = [p for x in b.instrs if not x.is_debug for p in (x.parts or (x,))]
         for x in real:
             if lat.is_boundary_opcode(x.opcode):
                 succ += [int(s) for s in re.findall(r"%bb\.(\d+)", x.text)]
@@ -634,10 +667,7 @@ def _make_region(
 ) -> MirRegion:
     instrs = tuple(b.instrs[k] for k in run)
     groups = tuple((b.instrs[k].line, *b.trailing[k]) for k in run)
-    flat = [x for g in groups for x in g]
     problem = None
-    if flat != list(range(flat[0], flat[0] + len(flat))):
-        problem = "instruction lines are not contiguous (comments or blank lines inside)"
     try:
         used: dict[str, Register] = {}
         insts = []

@@ -1,11 +1,18 @@
-"""Write MIR back with the instructions of each region reordered; every other byte is kept."""
+"""Write MIR back with the instructions of each region reordered; every other byte is kept.
+
+An instruction moves with the lines that belong to it (the rest of its bundle, its debug
+values and the comments right after it, `MirRegion.groups`); a blank line among a region's
+instructions, and a comment after it, keeps its place: after the same number of the
+region's instructions as in the input.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from jaxsched.io.mir_kills import kill_changes, set_killed
-from jaxsched.io.mir_parse import MirError
+from jaxsched.io.mir_parse import MirError, MirInstr, find_top_level
 from jaxsched.io.mir_regions import MirModule, MirRegion
 
 Order = Sequence[int] | None
@@ -83,22 +90,89 @@ def write_mir(
         order_t = check_order(mr, order)
         if order_t == tuple(range(len(mr))):
             continue
-        start = mr.groups[0][0]
         texts = _with_kills(module, mr, order_t)
-        new = [texts.get(x, module.lines[x]) for k in order_t for x in mr.groups[k]]
-        lines[start : start + len(new)] = new
+        start, stop = mr.groups[0][0], mr.groups[-1][-1] + 1
+        lines[start:stop] = _reordered(module.lines, mr, order_t, texts)
     return "".join(lines)
+
+
+def _reordered(
+    lines: Sequence[str], mr: MirRegion, order: tuple[int, ...], texts: dict[int, str]
+) -> list[str]:
+    """The lines of region ``mr``'s span (its first instruction's line to its last group's
+    last line) with the instructions' groups in ``order`` (lines edited as ``texts`` says)
+    and every other line in its place among them."""
+    first = {g[0]: k for k, g in enumerate(mr.groups)}
+    moving = {x for g in mr.groups for x in g}
+    out: list[str] = []
+    for x in range(mr.groups[0][0], mr.groups[-1][-1] + 1):
+        if x in first:
+            out += [texts.get(y, lines[y]) for y in mr.groups[order[first[x]]]]
+        elif x not in moving:
+            out.append(lines[x])
+    return out
 
 
 def _with_kills(module: MirModule, mr: MirRegion, order: tuple[int, ...]) -> dict[int, str]:
     """The instruction lines of ``mr`` (by line index) whose ``killed`` flags change when the
-    region is issued in ``order``."""
+    region is issued in ``order`` (a bundle's flags are on its parts' lines)."""
     clear, mark = kill_changes(mr, order)
-    per: dict[int, dict[int, bool]] = {}
+    per: dict[tuple[int, int], dict[int, bool]] = {}  # (instruction, part) -> changes
     for (i, k), killed in [*((s, False) for s in clear), *((s, True) for s in mark)]:
-        per.setdefault(i, {})[k] = killed
+        p, j = mr.instrs[i].slots[k] if mr.instrs[i].parts else (-1, k)
+        per.setdefault((i, p), {})[j] = killed
     out: dict[int, str] = {}
-    for i, changes in per.items():
+    for (i, p), changes in sorted(per.items(), reverse=True):  # right to left on a line
         ins = mr.instrs[i]
-        out[ins.line] = set_killed(ins, module.lines[ins.line], changes)
+        part = ins if p < 0 else ins.parts[p]
+        at = _column(module.lines[part.line], ins, p)
+        if at >= 0:
+            line = out.get(part.line, module.lines[part.line])
+            out[part.line] = line[:at] + _set_kills(part, line[at:], changes)
     return out
+
+
+def _column(line: str, ins: MirInstr, p: int) -> int:
+    """Where part ``p`` of bundle ``ins`` (``p < 0``: ``ins`` itself) starts in ``line``, or
+    -1. Parts that share a line appear on it in order."""
+    if p < 0:
+        return len(line) - len(line.lstrip())
+    at = 0
+    for part in ins.parts[:p]:
+        if part.line == ins.parts[p].line and at >= 0:
+            at = line.find(part.text, at)
+            at = at + len(part.text) if at >= 0 else at
+    return line.find(ins.parts[p].text, at) if at >= 0 else -1
+
+
+def _set_kills(ins: MirInstr, tail: str, changes: dict[int, bool]) -> str:
+    """``tail`` (``ins``'s text and what follows it on its line) with the ``killed`` flags
+    ``changes``. An instruction spaced otherwise than llc prints it (tabs, no spaces around
+    ``=`` or ``::``) is written with llc's spacing (`_llc_spacing`) when a flag changes."""
+    spaced = _llc_spacing(ins.text)
+    if spaced == ins.text or not tail.startswith(ins.text):
+        return set_killed(ins, tail, changes)
+    return set_killed(replace(ins, text=spaced), spaced + tail[len(ins.text) :], changes)
+
+
+def _llc_spacing(text: str) -> str:
+    """An instruction's ``text`` with one space between tokens outside quotes and around the
+    top-level ``::`` and ``=``, as llc prints it."""
+    out: list[str] = []
+    quote = escaped = False
+    for c in text:
+        if quote:
+            quote, escaped = escaped or c != '"', not escaped and c == "\\"
+        elif c == '"':
+            quote = True
+        elif c.isspace():
+            if out[-1:] == [" "]:
+                continue
+            c = " "
+        out.append(c)
+    spaced = "".join(out)
+    for sep in ("::", "="):
+        k = find_top_level(spaced, sep)
+        if k >= 0:
+            spaced = f"{spaced[:k].rstrip()} {sep} {spaced[k + len(sep) :].lstrip()}"
+    return spaced
