@@ -41,6 +41,17 @@ from jaxsched.io.mir_select import LLVM, Candidate, Choice, SelectError, select
 from jaxsched.machines.model import Machine
 from jaxsched.problem.region import Region
 
+__all__ = [
+    "MIR_HEADROOM_ALLOWANCE",
+    "MIR_RESERVES",
+    "SHORTEST",
+    "FileSchedule",
+    "Summary",
+    "colony_scheduler",
+    "default_strategies",
+    "schedule_files",
+]
+
 
 class Summary(NamedTuple):
     """A file's schedule as `jaxsched.verify.verify` measures it: the lowest occupancy of its

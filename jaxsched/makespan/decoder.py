@@ -334,5 +334,5 @@ def decode(
     cycles = warp_cycles(rows, np.asarray(out.cycle).T, warps)
     ms = np.asarray(out.makespan).astype(np.int64)
     if batched:
-        return Schedule(ms, cycles, norm.kernel)
-    return Schedule(int(ms[0]), cycles[0], norm.kernel)
+        return Schedule(makespan=ms, cycles=cycles, kernel=norm.kernel)
+    return Schedule(makespan=int(ms[0]), cycles=cycles[0], kernel=norm.kernel)
