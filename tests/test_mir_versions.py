@@ -153,20 +153,27 @@ def _fake_llc(path: Path, version: int, stderr: str, marker: Path | None = None)
     return path
 
 
+def _llc_path(monkeypatch, tmp_path: Path) -> Path:
+    """An empty folder that is the whole PATH, with no llc chosen: the test puts llcs in it."""
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    monkeypatch.setenv("PATH", str(bin_))
+    monkeypatch.delenv("JAXSCHED_LLC", raising=False)
+    return bin_
+
+
 def test_the_default_llc_passes_over_one_that_cannot_read_the_input(monkeypatch, tmp_path):
     """With no llc chosen, an llc that stops at a parse error of its input (an older LLVM
-    reading a newer one's MIR) is passed over for the next by LLVM version; one that fails
-    otherwise is the answer. A chosen llc is the only one run."""
+    reading a newer one's MIR), or one that fails otherwise, is passed over for the next by
+    LLVM version; when none succeeds, each one's error is named. A chosen llc is the only one
+    run."""
     real = next((p for v in reversed(VERSIONS) if (p := llc_of(v))), None)
     if real is None:
         pytest.skip("no llc of LLVM 15 or newer is installed")
     text = ll_to_mir(KERNELS[1], llc=real)
-    bin_ = tmp_path / "bin"
-    bin_.mkdir()
+    bin_ = _llc_path(monkeypatch, tmp_path)
     old = _fake_llc(bin_ / "llc", 14, "error: /tmp/x/in.mir:6:73: expected type")
     (bin_ / "llc-19").symlink_to(real)
-    monkeypatch.setenv("PATH", str(bin_))
-    monkeypatch.delenv("JAXSCHED_LLC", raising=False)
     assert llc_candidates() == [str(old), str(bin_ / "llc-19")]
     ours = mir_to_asm(text)
     assert "NumVgprs" in ours and ours == mir_to_asm(text, llc=real)
@@ -216,11 +223,8 @@ def test_the_llc_reading_a_module_is_pinned(monkeypatch, tmp_path):
     if real is None:
         pytest.skip("no llc of LLVM 15 or newer is installed")
     text = ll_to_mir(KERNELS[1], llc=real)
-    bin_ = tmp_path / "bin"
-    bin_.mkdir()
+    bin_ = _llc_path(monkeypatch, tmp_path)
     old = _fake_llc(bin_ / "llc", 14, "error: in.mir:6:73: expected type")
-    monkeypatch.setenv("PATH", str(bin_))
-    monkeypatch.delenv("JAXSCHED_LLC", raising=False)
     assert llc_reading(text, llc=old) == str(old)
     assert llc_reading(text) == str(old)  # one candidate: nothing to choose
     (bin_ / "llc-19").symlink_to(real)
