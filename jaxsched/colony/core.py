@@ -26,38 +26,17 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from jaxsched.colony import rules
+from jaxsched.colony import passes, rules
 from jaxsched.colony.iteration import PassState, iterate, running, start_pass
 from jaxsched.colony.params import ColonyConfig, ColonyParams
+from jaxsched.colony.passes import PassSummary, Schedule, Solution
 from jaxsched.colony.prepared import BIG
 from jaxsched.colony.problem import ColonyProblem
-from jaxsched.colony.rules import COLONY, COLONY_RP, EXACT, LIST_TARGET  # noqa: F401
 from jaxsched.heuristics.list_scheduler import stall_schedule, target_schedule
 from jaxsched.machines.model import rp_limits
 
 #: `ColonyState.phase` values.
 RP_PASS, ILP_PASS, DONE = 0, 1, 2
-
-
-class Schedule(NamedTuple):
-    """A schedule of one region (add leading axes for several)."""
-
-    order: jax.Array  # int32[N]: issue order, sentinel N after n
-    peak: jax.Array  # int32[F]: peak RP per file
-    length: jax.Array  # int32[]: its length issued in order (forced stalls only)
-
-
-class PassSummary(NamedTuple):
-    """A finished RP pass of one region."""
-
-    order: jax.Array  # int32[N]: best order, sentinel N
-    cost: jax.Array  # int32[]: its RP cost (the ILP pass's target)
-    peak: jax.Array  # int32[F]
-    length: jax.Array  # int32[]: its length issued in order
-    iterations: jax.Array  # int32[]
-    history_best: jax.Array  # int32[I]
-    history_winner: jax.Array  # int32[I]
-    history_alive: jax.Array  # int32[I]
 
 
 class ColonyState(NamedTuple):
@@ -72,30 +51,6 @@ class ColonyState(NamedTuple):
     start: jax.Array  # int32[B, 2]: candidate each pass started from (index into SOURCES)
     start_length: jax.Array  # int32[B]: length of the ILP pass's start
     length_lower_bound: jax.Array  # int32[B]: possibly tightened by the exact search
-
-
-class Solution(NamedTuple):
-    """Results of B regions (N instructions, F files, I = the config's max_iterations)."""
-
-    order: jax.Array  # int32[B, N]: issue order, sentinel N after n
-    order_without_headroom: jax.Array  # int32[B, N]: the order picked were the headroom rule
-    #                                    off (`rules.frugal`): the shortest within the RP target
-    cycles: jax.Array  # int32[B, N]: issue cycle per instruction, padding 0
-    length: jax.Array  # int32[B]: cycles
-    peak: jax.Array  # int32[B, F]: peak RP per file (live-through included)
-    rp_cost: jax.Array  # int32[B]
-    occupancy: jax.Array  # int32[B]
-    source: jax.Array  # int32[B]: index into SOURCES
-    iterations: jax.Array  # int32[B, 2]: colony iterations of the RP and ILP pass
-    history_best: jax.Array  # int32[B, 2, I]: best cost after each iteration, per pass
-    history_winner: jax.Array  # int32[B, 2, I]: iteration winner's cost (BIG: none valid)
-    history_alive: jax.Array  # int32[B, 2, I]: ants that met the pass's RP limit
-    rp_lower_bound: jax.Array  # int32[B]
-    length_lower_bound: jax.Array  # int32[B]
-    heuristic_length: jax.Array  # int32[B]: the best list/input start by (RP cost, length)
-    heuristic_occupancy: jax.Array  # int32[B]
-    optimal_rp: jax.Array  # bool[B]: the RP cost is proven optimal
-    optimal_length: jax.Array  # bool[B]: the length is proven optimal (at this RP cost)
 
 
 def default_config() -> ColonyConfig:
@@ -143,15 +98,6 @@ def select_rows(mask: jax.Array, new, old):
     return jax.tree.map(sel, new, old)
 
 
-def _starts(region: ColonyProblem, region_state: ColonyState) -> Schedule:
-    """The starts of one region ([S] leading axis), "list-target" as recomputed."""
-    return Schedule(
-        order=region.start_order.at[LIST_TARGET].set(region_state.retarget.order),
-        peak=region.start_peak.at[LIST_TARGET].set(region_state.retarget.peak),
-        length=region.start_length.at[LIST_TARGET].set(region_state.retarget.length),
-    )
-
-
 def _retarget(region: ColonyProblem, cost: jax.Array, feasible: jax.Array) -> Schedule:
     """The list schedule under the per-file RP limits of RP cost ``cost``
     (`target_schedule`, ``feasible`` an order meeting them)."""
@@ -162,70 +108,49 @@ def _retarget(region: ColonyProblem, cost: jax.Array, feasible: jax.Array) -> Sc
     )
     ls = target_schedule(region.dev, lut, rp_limits(lut, target, cost), target, feasible, iw)
     _, length = stall_schedule(region.dev, ls.order, iw)
-    return Schedule(ls.order, ls.peak, length)
+    return Schedule(order=ls.order, peak=ls.peak, length=length)
+
+
+def _side(region: ColonyProblem) -> passes.Side:
+    """How the device computes the schedules the pass transitions compare."""
+    timing = partial(stall_schedule, region.dev, issue_width=region.machine.issue_width)
+    return passes.Side(xp=jnp, retarget=partial(_retarget, region), timing=timing)
 
 
 def _init_region(region: ColonyProblem, key: jax.Array, params: ColonyParams, config: ColonyConfig):
     """One region's state: the RP pass from the best allowed start by (RP cost, length)."""
-    s1, start = rules.rp_pass_start(region, params, jnp)
+    s1, start = passes.first_pass(region, params, jnp)
     rp = start_pass(**start._asdict(), key=jax.random.fold_in(key, 1), params=params, config=config)
+    big = jnp.int32(BIG)
     return ColonyState(
         phase=jnp.int32(RP_PASS),
         key=key,
         current=rp,
-        rp=_summary(rp, jnp.int32(BIG), jnp.int32(BIG), jnp.int32(0)),
-        retarget=Schedule(
-            region.start_order[LIST_TARGET],
-            region.start_peak[LIST_TARGET],
-            region.start_length[LIST_TARGET],
-        ),
+        rp=passes.summary(rp, cost=big, length=big, iterations=jnp.int32(0)),
+        retarget=passes.initial_retarget(region),
         start=jnp.stack([s1, s1]),
         start_length=region.start_length[s1],
         length_lower_bound=region.length_lower_bound,
     )
 
 
-def _summary(pass_state: PassState, cost, length, iterations) -> PassSummary:
-    """The summary of an RP pass (until it ends: cost and length BIG, no candidate)."""
-    return PassSummary(
-        order=pass_state.best_order,
-        cost=cost,
-        peak=pass_state.best_peak,
-        length=length,
-        iterations=iterations,
-        history_best=pass_state.history_best,
-        history_winner=pass_state.history_winner,
-        history_alive=pass_state.history_alive,
-    )
-
-
 def _start_ilp(
     region: ColonyProblem, region_state: ColonyState, params: ColonyParams, config: ColonyConfig
 ):
-    """One region after its RP pass: the ILP pass (`rules.ilp_pass_start`) from the starts,
-    "list-target" recomputed at the RP pass's cost, and the RP pass's best."""
+    """One region after its RP pass: the ILP pass starts (`passes.after_rp`)."""
     done = region_state.current
-    target = done.best_cost
-    region_state = region_state._replace(retarget=_retarget(region, target, done.best_order))
-    starts = _starts(region, region_state)
-    _, rp_len = stall_schedule(region.dev, done.best_order, region.machine.issue_width)
-    candidates = (
-        jnp.concatenate([starts.order, done.best_order[None]]),
-        jnp.concatenate([starts.peak, done.best_peak[None]]),
-        jnp.concatenate([starts.length, rp_len[None]]),
-    )
-    choice = rules.ilp_pass_start(
-        region, candidates, target, region_state.length_lower_bound, params, jnp
-    )
+    rp = passes.summary(done, cost=done.best_cost, length=jnp.int32(0), iterations=done.iteration)
+    end = passes.after_rp(region, rp, region_state.length_lower_bound, params, _side(region))
     key = jax.random.fold_in(region_state.key, 2)
-    ilp = start_pass(**choice.pass_start._asdict(), key=key, params=params, config=config)
+    ilp = start_pass(**end.pass_start._asdict(), key=key, params=params, config=config)
     return region_state._replace(
         phase=jnp.int32(ILP_PASS),
         current=ilp,
-        rp=_summary(done, target, rp_len, done.iteration),
-        start=region_state.start.at[1].set(choice.start),
-        start_length=choice.start_length,
-        length_lower_bound=choice.length_lower_bound,
+        rp=end.rp,
+        retarget=end.retarget,
+        start=region_state.start.at[1].set(end.ilp.start),
+        start_length=end.ilp.start_length,
+        length_lower_bound=end.ilp.length_lower_bound,
     )
 
 
@@ -323,103 +248,25 @@ def run(
     return lax.while_loop(cond, body, (state, jnp.int32(0)))[0]
 
 
-def _candidates(region_state: ColonyState, region: ColonyProblem):
-    """(orders int32[C, N], peaks int32[C, F], lengths int32[C]) of the candidates: the starts,
-    the RP pass's best and the ILP pass's best (C = len(SOURCES))."""
-    ilp, starts = region_state.current, _starts(region, region_state)
-    _, ilp_len = stall_schedule(region.dev, ilp.best_order, region.machine.issue_width)
-    orders = jnp.concatenate([starts.order, region_state.rp.order[None], ilp.best_order[None]])
-    peaks = jnp.concatenate([starts.peak, region_state.rp.peak[None], ilp.best_peak[None]])
-    lengths = jnp.concatenate([starts.length, region_state.rp.length[None], ilp_len[None]])
-    return orders, peaks, lengths
-
-
 def _solution_region(
     region: ColonyProblem, region_state: ColonyState, params: ColonyParams
 ) -> Solution:
+    """One region's result once its ILP pass has ended (`passes.finish`)."""
     ilp = region_state.current
-    return region_solution(
-        region,
-        _candidates(region_state, region),
-        ilp_start=region_state.start[1],
-        ilp_start_length=region_state.start_length,
-        rp=region_state.rp,
-        ilp=PassSummary(
-            order=ilp.best_order,
-            cost=ilp.best_cost,
-            peak=ilp.best_peak,
-            length=jnp.int32(0),
-            iterations=jnp.where(region_state.phase == DONE, ilp.iteration, 0),
-            history_best=ilp.history_best,
-            history_winner=ilp.history_winner,
-            history_alive=ilp.history_alive,
-        ),
+    iterations = jnp.where(region_state.phase == DONE, ilp.iteration, 0)
+    ilp_start = rules.IlpStart(
+        start=region_state.start[1],
+        start_length=region_state.start_length,
         length_lower_bound=region_state.length_lower_bound,
-        params=params,
-        timing=partial(stall_schedule, region.dev, issue_width=region.machine.issue_width),
-        xp=jnp,
     )
-
-
-def region_solution(
-    region: ColonyProblem,
-    candidates: tuple,
-    *,
-    ilp_start,
-    ilp_start_length,
-    rp: PassSummary,
-    ilp: PassSummary,
-    length_lower_bound,
-    params: ColonyParams,
-    timing,
-    xp,
-) -> Solution:
-    """One region's `Solution` (no batch axis) among its ``candidates`` (orders [C, N], peaks
-    [C, F], lengths [C]: the starts, the RP pass's best, the ILP pass's best; see
-    `rules.pick_results`), its passes' summaries (``ilp.length`` unused), ``timing(order) ->
-    (cycles, length)`` the greedy timing of an order; ``xp``: jax.numpy on device, NumPy on
-    the host (`engine`)."""
-    orders, peaks, lengths = candidates
-    lut, target = region.machine.lut, region.machine.target_occupancy
-    cost = rules.rp_costs(peaks, lut, target, xp)
-    occ = rules.occupancies(peaks, lut, xp)
-    allowed = xp.concatenate([region.start_allowed, xp.asarray([True, True])])
-    choice = dict(
-        cost=cost,
-        occupancy=occ,
-        length=lengths,
-        peak=peaks,
-        limit=rules.limits(lut, target, rp.cost, xp),
-        allowed=allowed,
-        ilp_start=ilp_start,
-        ilp_start_length=ilp_start_length,
-        rp_target=rp.cost,
-        proven=region.proven,
-        xp=xp,
-    )
-    pick, free = rules.pick_results(params=params, **choice)
-    cycles, length = timing(orders[pick])
-    heur = rules.heuristic_pick(cost, lengths, allowed, xp)
-    proven = region.proven & (pick == EXACT)
-    return Solution(
-        order=orders[pick],
-        order_without_headroom=orders[free],
-        cycles=cycles,
-        length=length,
-        peak=peaks[pick],
-        rp_cost=cost[pick],
-        occupancy=occ[pick],
-        source=xp.asarray(pick).astype(xp.int32),
-        iterations=xp.stack([rp.iterations, ilp.iterations]).astype(xp.int32),
-        history_best=xp.stack([rp.history_best, ilp.history_best]),
-        history_winner=xp.stack([rp.history_winner, ilp.history_winner]),
-        history_alive=xp.stack([rp.history_alive, ilp.history_alive]),
-        rp_lower_bound=region.rp_lower_bound,
-        length_lower_bound=length_lower_bound,
-        heuristic_length=lengths[heur],
-        heuristic_occupancy=occ[heur],
-        optimal_rp=(cost[pick] <= region.rp_lower_bound) | proven,
-        optimal_length=(length <= length_lower_bound) | proven,
+    return passes.finish(
+        region,
+        region_state.retarget,
+        region_state.rp,
+        passes.summary(ilp, cost=ilp.best_cost, length=jnp.int32(0), iterations=iterations),
+        ilp_start,
+        params,
+        _side(region),
     )
 
 

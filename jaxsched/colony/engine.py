@@ -23,6 +23,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from functools import partial
+from types import SimpleNamespace
 from typing import NamedTuple
 
 import jax
@@ -30,11 +31,12 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxsched.colony import rules
-from jaxsched.colony.core import PassSummary, Schedule, Solution, region_solution, select_rows
+from jaxsched.colony import passes, rules
+from jaxsched.colony.core import select_rows
 from jaxsched.colony.iteration import PassState, iterate, running, start_pass
 from jaxsched.colony.memory import choose_batch
 from jaxsched.colony.params import ColonyConfig, ColonyParams
+from jaxsched.colony.passes import PassSummary, Schedule, Solution
 from jaxsched.colony.prepared import Prepared
 from jaxsched.colony.problem import ColonyProblem
 from jaxsched.compilation import COMPILED
@@ -59,7 +61,7 @@ class SlotFill(NamedTuple):
 
 
 def advance(
-    passes: PassState,
+    pass_states: PassState,
     prep: Prepared,
     machine: MachineArrays,
     params: ColonyParams,
@@ -71,18 +73,18 @@ def advance(
 ) -> tuple[PassState, jax.Array]:
     """Start the passes of ``fill``, then iterate every running pass (all of the pool's slots
     at once) up to ``steps`` times, stopping early once a pass that was running ends.
-    Returns (passes, bool[S] running)."""
+    Returns (pass states, bool[S] running)."""
 
     def start(pass_start: rules.PassStart, region_id: jax.Array, pass_no: jax.Array) -> PassState:
         k = jax.random.fold_in(jax.random.fold_in(key, region_id), pass_no)
         return start_pass(**pass_start._asdict(), key=k, params=params, config=config)
 
-    def refill(passes: PassState) -> PassState:
+    def refill(pass_states: PassState) -> PassState:
         new = jax.vmap(start)(fill.start, fill.ids, fill.pass_no)
-        return select_rows(fill.fill, new, passes)
+        return select_rows(fill.fill, new, pass_states)
 
-    passes = lax.cond(fill.fill.any(), refill, lambda unchanged: unchanged, passes)
-    live_at_start = _running(passes, config)
+    pass_states = lax.cond(fill.fill.any(), refill, lambda unchanged: unchanged, pass_states)
+    live_at_start = _running(pass_states, config)
 
     def cond(carry):
         ps, k = carry
@@ -103,37 +105,26 @@ def advance(
         new = jax.vmap(one, axis_name="regions")(prep, ps, live)
         return select_rows(live, new, ps), k + 1
 
-    passes, _ = lax.while_loop(cond, body, (passes, jnp.int32(0)))
-    return passes, _running(passes, config)
+    pass_states, _ = lax.while_loop(cond, body, (pass_states, jnp.int32(0)))
+    return pass_states, _running(pass_states, config)
 
 
-def _running(passes: PassState, config: ColonyConfig) -> jax.Array:
-    return jax.vmap(partial(running, config=config))(passes)
+def _running(pass_states: PassState, config: ColonyConfig) -> jax.Array:
+    return jax.vmap(partial(running, config=config))(pass_states)
 
 
-_advance_jit = jax.jit(advance, static_argnames=("config",), donate_argnames=("passes",))
+_advance_jit = jax.jit(advance, static_argnames=("config",), donate_argnames=("pass_states",))
 
 
 # ------------------------------------------------------------------------------ host
-class PassResult(NamedTuple):
-    """A finished pass of one region, read back from the device (NumPy)."""
-
-    order: np.ndarray  # int32[N]: best order, sentinel N
-    cost: np.ndarray  # int32[]: its RP cost (RP pass) or length (ILP pass)
-    peak: np.ndarray  # int32[F]
-    iterations: np.ndarray  # int32[]
-    history_best: np.ndarray  # int32[I]
-    history_winner: np.ndarray  # int32[I]
-    history_alive: np.ndarray  # int32[I]
-
-
-def _skipped(start: rules.PassStart, iterations_cap: int) -> PassResult:
+def _skipped(start: rules.PassStart, iterations_cap: int) -> PassSummary:
     """The result of a pass that did not run: its start, no iterations, empty history."""
     hist = np.full(iterations_cap, -1, np.int32)
-    return PassResult(
+    return PassSummary(
         order=np.asarray(start.order, np.int32),
         cost=np.asarray(start.cost, np.int32),
         peak=np.asarray(start.peak, np.int32),
+        length=np.int32(0),
         iterations=np.int32(0),
         history_best=hist,
         history_winner=hist,
@@ -150,10 +141,9 @@ class Job:
     prob: ColonyProblem  # NumPy, no batch axis
     phase: int = 0  # 0: RP pass, 1: ILP pass, 2: done
     s1: int = 0  # the RP pass's start
-    rp: PassResult | None = None
+    rp: PassSummary | None = None  # the RP pass, once ended
     retarget: Schedule | None = None  # "list-target" at the RP pass's cost
-    rp_length: int = 0  # the RP pass's best issued in order
-    ilp: rules.IlpChoice | None = None
+    ilp: rules.IlpStart | None = None  # where the ILP pass started
     solution: Solution | None = None  # batch of one, NumPy
 
 
@@ -167,31 +157,31 @@ class Host:
         self.config = config
 
     def rp_start(self, job: Job) -> rules.PassStart:
-        s1, start = rules.rp_pass_start(job.prob, self.params, np)
+        s1, start = passes.first_pass(job.prob, self.params, np)
         job.s1 = int(s1)
         return start
 
-    def ilp_start(self, job: Job, rp: PassResult) -> rules.PassStart:
-        """The ILP pass after the RP pass ``rp`` (`rules.ilp_pass_start`)."""
-        p = job.prob
-        job.rp, job.phase = rp, 1
-        job.retarget = self.retarget(job, rp.cost, rp.order)
-        starts = _starts(p, job.retarget)
-        rp_len = self.length(job, rp.order)
-        candidates = (
-            np.concatenate([starts.order, rp.order[None]]),
-            np.concatenate([starts.peak, rp.peak[None]]),
-            np.concatenate([starts.length, np.int32([rp_len])]),
+    def ilp_start(self, job: Job, rp: PassSummary) -> rules.PassStart:
+        """The ILP pass after the RP pass ``rp`` (`passes.after_rp`)."""
+        end = passes.after_rp(
+            job.prob, rp, job.prob.length_lower_bound, self.params, self.side(job)
         )
-        job.ilp = rules.ilp_pass_start(
-            p, candidates, rp.cost, p.length_lower_bound, self.params, np
-        )
-        job.rp_length = rp_len
-        return job.ilp.pass_start
+        job.phase, job.rp, job.retarget, job.ilp = 1, end.rp, end.retarget, end.ilp
+        return end.pass_start
 
-    def length(self, job: Job, order: np.ndarray) -> int:
-        """The length of ``order`` (int32[N], sentinel N) issued in order."""
-        return int(self.timing(job, order)[1])
+    def finish(self, job: Job, ilp: PassSummary) -> Solution:
+        """The region's result (`passes.finish`), batch of one."""
+        sol = passes.finish(
+            job.prob, job.retarget, job.rp, ilp, job.ilp, self.params, self.side(job)
+        )
+        job.phase, job.solution = 2, jax.tree.map(lambda leaf: np.asarray(leaf)[None], sol)
+        return job.solution
+
+    def side(self, job: Job) -> passes.Side:
+        """How the host computes the schedules of ``job``'s pass transitions."""
+        return passes.Side(
+            xp=np, retarget=partial(self.retarget, job), timing=partial(self.timing, job)
+        )
 
     def retarget(self, job: Job, cost, feasible: np.ndarray) -> Schedule:
         """The list schedule under the RP limits of ``cost`` (`target_schedule`, on the host:
@@ -201,31 +191,7 @@ class Host:
         ls = target_schedule_host(
             job.prob.dev, m.lut, limit, m.target_occupancy, feasible, self.machine.issue_width
         )
-        return Schedule(order=ls.order, peak=ls.peak, length=np.int32(self.length(job, ls.order)))
-
-    def finish(self, job: Job, ilp: PassResult) -> Solution:
-        """The region's result (`core.region_solution`), batch of one."""
-        p = job.prob
-        starts = _starts(p, job.retarget)
-        candidates = (
-            np.concatenate([starts.order, job.rp.order[None], ilp.order[None]]),
-            np.concatenate([starts.peak, job.rp.peak[None], ilp.peak[None]]),
-            np.concatenate([starts.length, np.int32([job.rp_length, self.length(job, ilp.order)])]),
-        )
-        sol = region_solution(
-            p,
-            candidates,
-            ilp_start=job.ilp.start,
-            ilp_start_length=job.ilp.start_length,
-            rp=_summary(job.rp, job.rp_length),
-            ilp=_summary(ilp, 0),
-            length_lower_bound=job.ilp.length_lower_bound,
-            params=self.params,
-            timing=partial(self.timing, job),
-            xp=np,
-        )
-        job.phase, job.solution = 2, jax.tree.map(lambda leaf: np.asarray(leaf)[None], sol)
-        return job.solution
+        return Schedule(order=ls.order, peak=ls.peak, length=self.timing(job, ls.order)[1])
 
     def timing(self, job: Job, order: np.ndarray) -> tuple[np.ndarray, np.int32]:
         """(cycles int32[N], length) of ``order`` issued in order (`issue_cycles`)."""
@@ -235,48 +201,15 @@ class Host:
         return cycles, np.int32(cycles[:n].max() + 1 if n else 0)
 
 
-def _summary(result: PassResult, length: int) -> PassSummary:
-    return PassSummary(
-        order=result.order,
-        cost=result.cost,
-        peak=result.peak,
-        length=np.int32(length),
-        iterations=result.iterations,
-        history_best=result.history_best,
-        history_winner=result.history_winner,
-        history_alive=result.history_alive,
-    )
-
-
-def _starts(region: ColonyProblem, retarget: Schedule) -> Schedule:
-    """The starts of one region ([S] leading axis), "list-target" as recomputed (NumPy)."""
-    order, peak, length = (
-        region.start_order.copy(),
-        region.start_peak.copy(),
-        region.start_length.copy(),
-    )
-    order[rules.LIST_TARGET] = retarget.order
-    peak[rules.LIST_TARGET] = retarget.peak
-    length[rules.LIST_TARGET] = retarget.length
-    return Schedule(order=order, peak=peak, length=length)
-
-
 # ------------------------------------------------------------------------------ the pool
-def _read_passes(passes: PassState, slots: list[int]) -> list[PassResult]:
+def _read_passes(states: PassState, slots: list[int]) -> list[PassSummary]:
     """The best-so-far of the passes in ``slots`` (one device read)."""
-    keep = ("best_order", "best_cost", "best_peak", "iteration", *PassResult._fields[4:])
-    host = jax.device_get({k: getattr(passes, k) for k in keep})
+    keep = ("best_order", "best_cost", "best_peak", "iteration", *PassSummary._fields[5:])
+    host = jax.device_get({k: getattr(states, k) for k in keep})
+    rows = [SimpleNamespace(**{k: v[s] for k, v in host.items()}) for s in slots]
     return [
-        PassResult(
-            order=host["best_order"][s],
-            cost=host["best_cost"][s],
-            peak=host["best_peak"][s],
-            iterations=host["iteration"][s],
-            history_best=host["history_best"][s],
-            history_winner=host["history_winner"][s],
-            history_alive=host["history_alive"][s],
-        )
-        for s in slots
+        passes.summary(row, cost=row.best_cost, length=np.int32(0), iterations=row.iteration)
+        for row in rows
     ]
 
 
@@ -331,7 +264,7 @@ class Pool:
             self.exe, self.compile_seconds = self.run.compiled(self.passes, prep, fill)
         return self.exe
 
-    def stop(self) -> list[tuple[int, PassResult]]:
+    def stop(self) -> list[tuple[int, PassSummary]]:
         """(slot, best so far) of every busy slot's pass (a pass not started yet: its
         start); the slots are then free."""
         busy = [s for s, j in enumerate(self.jobs) if j is not None]
@@ -343,7 +276,7 @@ class Pool:
         ]
         return out
 
-    def call(self, steps: int) -> list[tuple[int, PassResult]]:
+    def call(self, steps: int) -> list[tuple[int, PassSummary]]:
         """Run the executable; returns (slot, result) for every pass that ended."""
         # Copies (jnp.array), never views: the host edits its arrays while the device runs.
         if self.prep is None:
@@ -367,9 +300,9 @@ class RunShared(NamedTuple):
     key: jax.Array
     config: ColonyConfig
 
-    def compiled(self, passes, prep, fill):
+    def compiled(self, pass_states, prep, fill):
         static = {"config": self.config}
-        args = (passes, prep, self.machine, self.params, self.key, fill, jnp.int32(1))
+        args = (pass_states, prep, self.machine, self.params, self.key, fill, jnp.int32(1))
         return COMPILED.compiled(_advance_jit, static, *args)
 
 
@@ -486,7 +419,7 @@ def _run_pool(pool: Pool, queue: deque, host: Host, on_done, on_iteration, deadl
             chunk = min(2 * chunk, max_chunk)
 
 
-def _stop(host: Host, job: Job, result: PassResult) -> None:
+def _stop(host: Host, job: Job, result: PassSummary) -> None:
     """Finish ``job`` now: its current pass ends with ``result``, a later pass is skipped."""
     start = _next_pass(host, job, result, stop=True)
     assert start is None
@@ -502,7 +435,7 @@ def _first_pass(host: Host, job: Job) -> tuple[rules.PassStart | None, int]:
 
 
 def _next_pass(
-    host: Host, job: Job, result: PassResult, *, stop: bool = False
+    host: Host, job: Job, result: PassSummary, *, stop: bool = False
 ) -> rules.PassStart | None:
     """After a pass: the ILP pass's start, or None when the region is finished (``stop``:
     finish it, skipping the ILP pass)."""

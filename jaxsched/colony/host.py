@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsched.colony import dispatch, engine, sharding
-from jaxsched.colony.core import DONE, Solution, default_config, init, run, solution
+from jaxsched.colony.core import DONE, default_config, init, run, solution
 from jaxsched.colony.memory import (
     DEFAULT_MEMORY_BUDGET,
     batch_cap,
@@ -42,6 +42,7 @@ from jaxsched.colony.params import (
     effort_settings,
     param_array,
 )
+from jaxsched.colony.passes import Solution
 from jaxsched.colony.problem import (
     CHOOSABLE_STARTS,
     SOURCES,

@@ -38,13 +38,12 @@ class PassStart(NamedTuple):
     patience: Array  # int32[]: iterations without improvement before the pass ends
 
 
-class IlpChoice(NamedTuple):
-    """The ILP pass of one region, chosen once its RP pass has ended."""
+class IlpStart(NamedTuple):
+    """Where the ILP pass of one region starts (what its result is compared with)."""
 
     start: Array  # int32[]: the candidate it starts from (index into the candidates)
     start_length: Array  # int32[]: that candidate's length
     length_lower_bound: Array  # int32[]: the length bound, tightened by a proven exact one
-    pass_start: PassStart
 
 
 def lex_argmin(primary: Array, secondary: Array, allowed: Array, xp: ModuleType) -> Array:
@@ -89,13 +88,13 @@ def ilp_pass_start(
     length_lower_bound: Array,
     params: ColonyParams,
     xp: ModuleType,
-) -> IlpChoice:
-    """The ILP pass of region ``region`` after its RP pass reached RP cost ``rp_target``: it starts
-    from the shortest allowed candidate within that cost (``candidates``: orders [C, N], peaks
-    [C, F] and lengths [C] issued in order of the starts, "list-target" recomputed at
-    ``rp_target``, then the RP pass's best), with the stall budget
-    ``G = min(start stalls, floor(1.2 max(LB, CP+1)) - n)``. It is skipped when the start meets
-    the length bound or is within the cycle threshold of it."""
+) -> tuple[IlpStart, PassStart]:
+    """(where it starts, how it starts): the ILP pass of region ``region`` after its RP pass
+    reached RP cost ``rp_target``. It starts from the shortest allowed candidate within that
+    cost (``candidates``: orders [C, N], peaks [C, F] and lengths [C] issued in order of the
+    starts, "list-target" recomputed at ``rp_target``, then the RP pass's best), with the stall
+    budget ``G = min(start stalls, floor(1.2 max(LB, CP+1)) - n)``. It is skipped when the start
+    meets the length bound or is within the cycle threshold of it."""
     orders, peaks, lengths = candidates
     m, n = region.machine, region.prep.n
     cost = rp_costs(peaks, m.lut, m.target_occupancy, xp)
@@ -123,7 +122,7 @@ def ilp_pass_start(
         rp_target=xp.asarray(rp_target, xp.int32),
         patience=no_improvement_limit(n, params.patience_scale, xp=xp),
     )
-    return IlpChoice(start=s2, start_length=s2_len, length_lower_bound=len_lb, pass_start=start)
+    return IlpStart(start=s2, start_length=s2_len, length_lower_bound=len_lb), start
 
 
 def pick_result(**choice) -> Array:

@@ -32,9 +32,10 @@ from jax import lax
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from jaxsched.colony.core import DONE, ColonyState, Solution, init, run, solution
+from jaxsched.colony.core import DONE, ColonyState, init, run, solution
 from jaxsched.colony.memory import batch_cap, choose_batch
 from jaxsched.colony.params import ColonyConfig, ColonyParams
+from jaxsched.colony.passes import Solution
 from jaxsched.colony.problem import ColonyProblem
 from jaxsched.compilation import COMPILED
 from jaxsched.distributed import allgather_json, barrier

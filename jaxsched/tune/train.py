@@ -20,7 +20,7 @@ import numpy as np
 import optax
 from jax import lax
 
-from jaxsched.colony.core import Solution, solve
+from jaxsched.colony.core import solve
 from jaxsched.colony.params import (
     HEURISTIC_WEIGHTS,
     PER_FILE_WEIGHTS,
@@ -28,6 +28,7 @@ from jaxsched.colony.params import (
     ColonyConfig,
     ColonyParams,
 )
+from jaxsched.colony.passes import Solution
 from jaxsched.colony.problem import ColonyProblem
 from jaxsched.tune.model import TUNE_CONFIG, Samples, TuneProblem, log_prob, sample
 
