@@ -11,7 +11,8 @@ rules, the batched corpus mode, and the colony's schedule quality.
     per-ant seeds). The ratio jaxsched / sequential is printed per cell. Every cell also checks
     that the two implementations agree (share of ants with identical orders) and verifies a few
     orders of both with `jaxsched.verify` (peaks, lengths and deaths must match the recomputation).
-    The native construction (`jaxsched.colony.native`, a C++ custom call) runs the same cells
+    The native construction (`jaxsched.colony.construction.native`, a C++ custom call) runs the
+    same cells
     (its compile time apart, timed interleaved with C) and must equal the `lax` results exactly.
 (b) Corpus: `jaxsched.schedule` on generated regions of mixed sizes, batched vs one region per
     call (regions/s, compilations).
@@ -32,30 +33,28 @@ import math
 import re
 import resource
 import statistics
-import sys
 import tempfile
 import time
 from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
+import harness
 import jax
 import jax.numpy as jnp
 import numpy as np
+from colony_baseline import CBaseline, build
+
+from jaxsched.colony.construction import antstate, construct, draws, native, prepared
+from jaxsched.colony.params import ColonyParams, default_params
+from jaxsched.heuristics import issue_cycles
+from jaxsched.machines.model import Machine, gfx906, rp_limits
+from jaxsched.problem.generate import generate_region, generate_regions
+from jaxsched.problem.padded import PaddedShape, pad_region, padded_shape
+from jaxsched.problem.region import Region
+from jaxsched.verify import verify, verify_order
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import harness  # noqa: E402
-from colony_baseline import CBaseline, build  # noqa: E402
-
-from jaxsched.colony import antstate, construct, draws, native, prepared  # noqa: E402
-from jaxsched.colony.params import ColonyParams, default_params  # noqa: E402
-from jaxsched.heuristics import issue_cycles  # noqa: E402
-from jaxsched.machines.model import Machine, gfx906, rp_limits  # noqa: E402
-from jaxsched.problem.generate import generate_region, generate_regions  # noqa: E402
-from jaxsched.problem.padded import PaddedShape, pad_region, padded_shape  # noqa: E402
-from jaxsched.problem.region import Region  # noqa: E402
-from jaxsched.verify import verify, verify_order  # noqa: E402
 
 WAVEFRONT = 64
 
@@ -391,7 +390,8 @@ def corpus(
     count: int, single_count: int, max_size: int, ants: int, seed: int, machine: Machine
 ) -> tuple[dict, list]:
     """Batched `schedule` vs one region per call; every result verified."""
-    from jaxsched.colony import dispatch, schedule
+    from jaxsched.colony import schedule
+    from jaxsched.colony.construction import dispatch
 
     regions = generate_regions(seed, count, 2, max_size)
     kw = dict(ants=ants, wavefront_size=min(WAVEFRONT, ants))
@@ -491,7 +491,8 @@ def markdown(data: dict) -> str:
         "Both solve the identical instance (same `Prepared` arrays, pheromone table, per-ant "
         "seeds); an ant-step = one instruction scheduled by one ant. `lax` = "
         "`construct.construct_ants` (XLA ops), `native` = the C++ custom call "
-        f"(`jaxsched.colony.native`, {m.get('native_flags', '')}), whose results are checked "
+        f"(`jaxsched.colony.construction.native`, {m.get('native_flags', '')}), whose results "
+        "are checked "
         "equal to lax's in every field (orders, peaks, lengths, stalls, deaths) in every row; "
         "lax, native and C are timed in turns. Ratio = jaxsched / C ant-steps per second (> 1: "
         "jaxsched faster), by wall time and by process CPU time (`cpu`: all threads; the work "

@@ -2,9 +2,9 @@
 
 `build()` compiles the C file with the system compiler into a temporary directory;
 `CBaseline.construct` runs A ants one after another on the arrays of a
-`jaxsched.colony.prepared.Prepared` (the same instance the JAX ants solve) and returns
+`jaxsched.colony.construction.prepared.Prepared` (the same instance the JAX ants solve) and returns
 ``(order int32[A, N], peak int32[A, F], length int32[A], stalls int32[A], dead bool[A])``, the
-fields of `jaxsched.colony.antstate.AntResults`.
+fields of `jaxsched.colony.construction.antstate.AntResults`.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
-from jaxsched.colony.antstate import StepInputs
-from jaxsched.colony.draws import AntSeeds
+from jaxsched.colony.construction.antstate import StepInputs
+from jaxsched.colony.construction.draws import AntSeeds
+from jaxsched.colony.construction.prepared import Prepared
 from jaxsched.colony.params import ColonyParams
-from jaxsched.colony.prepared import Prepared
 
 SOURCE = Path(__file__).resolve().parent / "colony_baseline.c"
 CFLAGS = ("-O2", "-march=native", "-shared", "-fPIC")

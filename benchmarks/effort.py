@@ -20,11 +20,10 @@ import json
 import sys
 from pathlib import Path
 
+import harness
+
 import jaxsched
 from jaxsched.heuristics.bounds import length_lower_bound_at
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import harness
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data" / "real-train.jsonl.gz"

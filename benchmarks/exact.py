@@ -11,11 +11,13 @@ Compile time (one warm-up solve per size bucket) is recorded apart from run time
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import statistics
-import sys
 import time
 from pathlib import Path
+
+import harness
 
 import jaxsched
 from jaxsched.exact import solve_two_pass
@@ -24,19 +26,23 @@ from jaxsched.problem.generate import generate_region
 from jaxsched.problem.padded import bucket_size
 from jaxsched.verify import verify, verify_order
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import harness
-
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests"))
+#: The CP-SAT model the exact search is compared with: the one its test checks it against.
+CPSAT_MODEL = harness.ROOT / "tests" / "test_exact_cpsat.py"
 
 
 def _cpsat():
-    try:
-        from test_exact_cpsat import solve_cpsat
-    except Exception:  # ortools (test-only dependency) missing
+    """`solve_cpsat` of `CPSAT_MODEL`, loaded from its path (no import path changed); None
+    without ortools (a test-only dependency) or when the model does not load."""
+    if importlib.util.find_spec("ortools") is None:
         return None
-    return solve_cpsat
+    try:
+        spec = importlib.util.spec_from_file_location("test_exact_cpsat", CPSAT_MODEL)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    except Exception:
+        return None
+    return module.solve_cpsat
 
 
 def _exact(region, machine, budget):

@@ -39,22 +39,21 @@ import time
 from functools import partial
 from pathlib import Path
 
+import harness
 import jax
 import jax.numpy as jnp
 import numpy as np
+from colony import make_instance
+from makespan import INSTANCES, SM_BENCH
+
+from jaxsched import fused as fused_modes
+from jaxsched import makespan as mk
+from jaxsched.colony.construction import antstate, construct, kernel
+from jaxsched.colony.params import default_params
+from jaxsched.machines.model import gfx906
+from jaxsched.makespan.kernel import run_fused
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import harness  # noqa: E402
-from colony import make_instance  # noqa: E402
-from makespan import INSTANCES, SM_BENCH  # noqa: E402
-
-from jaxsched import fused as fused_modes  # noqa: E402
-from jaxsched import makespan as mk  # noqa: E402
-from jaxsched.colony import antstate, construct, kernel  # noqa: E402
-from jaxsched.colony.params import default_params  # noqa: E402
-from jaxsched.machines.model import gfx906  # noqa: E402
-from jaxsched.makespan.kernel import run_fused  # noqa: E402
 
 WAVEFRONT = 64
 

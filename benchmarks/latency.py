@@ -13,7 +13,8 @@ and loaded. Measured:
   ``examples/kernels``), and the colony's 40-region example ``examples/kernel.jsonl``;
 * (b) every real kernel file of ``--kernels`` (the 76 of ``../shared/data/kernels.tar.gz``,
   pre-scheduler MIR from llc 15), one process per file: ``jaxsched mir schedule F -o OUT
-  --llc LLC15`` (with the guard: llc and llvm-mca on each candidate schedule, `jaxsched.io.mir_select`);
+  --llc LLC15`` (with the guard: llc and llvm-mca on each candidate schedule,
+  `jaxsched.io.mir_select`);
 * (c) all of them in one call: ``jaxsched mir schedule F1 F2 ... -o OUTDIR``;
 * the baseline, in the same run: llc 15 on each file, its own scheduler, register allocation
   and code generation (``llc -start-before=machine-scheduler``).
@@ -34,7 +35,6 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness
 
 KERNELS = harness.ROOT.parent / "shared" / "data" / "kernels.tar.gz"
@@ -69,7 +69,7 @@ def llc_seconds(files: list[Path], llc: str) -> list[float]:
 
 
 def build_native(tmp: Path) -> float:
-    """Seconds to build the native construction library (`jaxsched.colony.native`) into
+    """Seconds to build the native construction library (`jaxsched.colony.construction.native`) into
     ``tmp/native``, which every measured process then shares: it is built once per
     installation (and CPU), not per store."""
     code = "from jaxsched.colony import native; c = native.find_compiler(); c and native.build(c)"

@@ -12,10 +12,10 @@ time (median of ``--reps`` warm runs). Every schedule of the first run is checke
 from __future__ import annotations
 
 import argparse
-import sys
 from functools import partial
 from pathlib import Path
 
+import harness
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -28,8 +28,6 @@ from jaxsched.problem.padded import common_shape, pad_region, stack
 from jaxsched.verify import verify
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import harness  # noqa: E402
 
 MODES = {"rp": (False, ("luc", "cp", "nid")), "ilp": (True, ("cp", "luc", "nid"))}
 

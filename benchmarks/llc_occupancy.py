@@ -31,16 +31,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from jaxsched.machines.amdgpu import (  # noqa: E402
+from jaxsched.machines.amdgpu import (
     TARGETS,
     AmdgpuTarget,
     unified_vgprs,
     workgroup_occupancy,
 )
-from jaxsched.machines.model import get_machine  # noqa: E402
+from jaxsched.machines.model import get_machine
+
+ROOT = Path(__file__).resolve().parent.parent
 
 LLC19 = "/usr/lib/llvm-19/bin/llc"
 LLC15 = "/usr/lib/llvm-15/bin/llc"

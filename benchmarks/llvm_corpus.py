@@ -19,23 +19,15 @@ import sys
 import time
 from pathlib import Path
 
+import harness
+
 from jaxsched.colony import schedule
 from jaxsched.heuristics import issue_cycles
-from jaxsched.io.mir import (
-    asm_stats,
-    find_llc,
-    ll_to_mir,
-    mir_to_asm,
-    read_mir,
-    schedule_orders,
-    write_mir,
-)
+from jaxsched.io.mir import read_mir, schedule_orders, write_mir
+from jaxsched.io.mir_llc import asm_stats, find_llc, ll_to_mir, mir_to_asm
 from jaxsched.io.mir_llvm import llvm_orders
 from jaxsched.machines.model import get_machine
 from jaxsched.verify import verify
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import harness
 
 SCHEDULER = "jaxsched.colony.schedule"
 ROOT = Path(__file__).resolve().parent.parent

@@ -23,14 +23,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from llc_occupancy import LLC19, compile_ir, strip_target_attributes
+
+from jaxsched.io.latency import LATENCY_BY_CPU, is_boundary_opcode, latency_class
+from jaxsched.machines.amdgpu import TARGETS
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent))
-
-from llc_occupancy import LLC19, compile_ir, strip_target_attributes  # noqa: E402
-
-from jaxsched.io.latency import LATENCY_BY_CPU, is_boundary_opcode, latency_class  # noqa: E402
-from jaxsched.machines.amdgpu import TARGETS  # noqa: E402
 
 MCA19 = "/usr/lib/llvm-19/bin/llvm-mca"
 #: Targets surveyed (preset names: each wave size of gfx1100 to show they agree).

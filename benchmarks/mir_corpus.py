@@ -48,7 +48,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness
 
 ROOT = harness.ROOT

@@ -30,21 +30,20 @@ from __future__ import annotations
 import argparse
 import math
 import re
-import sys
 import tarfile
 import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness
 from llc_occupancy import compile_ir, strip_target_attributes
 
 from jaxsched.io import mir_regions
-from jaxsched.io.mir import compile_mir, read_mir
+from jaxsched.io.mir import read_mir
 from jaxsched.io.mir_alias import IrModule
 from jaxsched.io.mir_judge import judge_mir, mca_cycles, split_blocks
+from jaxsched.io.mir_llc import compile_mir
 from jaxsched.io.mir_llvm import tag_instructions
 from jaxsched.io.mir_parse import MirError, read_mir_text
 from jaxsched.io.mir_write import OrderError, check_order

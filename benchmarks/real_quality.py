@@ -32,6 +32,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import harness
 import numpy as np
 
 import jaxsched
@@ -39,9 +40,6 @@ from jaxsched.heuristics import issue_cycles
 from jaxsched.heuristics.bounds import length_lower_bound_at
 from jaxsched.heuristics.list_scheduler import list_schedule_batch
 from jaxsched.problem.split import split_by_source
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import harness
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data" / "real-train.jsonl.gz"

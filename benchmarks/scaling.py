@@ -24,15 +24,11 @@ from pathlib import Path
 
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 
-import sys
-
+import harness
 import jax
 
 import jaxsched
 from jaxsched.problem.generate import generate_regions
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import harness
 
 HERE = Path(__file__).resolve().parent
 DEVICES = (1, 2, 4, 8)

@@ -22,10 +22,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from jaxsched.store import host_cpu
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness
+
+from jaxsched.store import host_cpu
 
 HERE = Path(__file__).resolve().parent
 

@@ -12,7 +12,8 @@ from jaxsched import exact as exact
 from jaxsched import io as io
 from jaxsched import machines as machines
 from jaxsched import makespan as makespan
-from jaxsched.colony import ColonyParams, Result, default_params, schedule
+from jaxsched.colony import ColonyParams, Options, Result, default_params, schedule
+from jaxsched.errors import InputError
 from jaxsched.machines import Machine, get_machine, gfx906
 from jaxsched.problem import Region, RegionError, load_region, load_regions, save_regions
 from jaxsched.verify import InvalidSchedule, ScheduleReport, verify
@@ -21,8 +22,10 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ColonyParams",
+    "InputError",
     "InvalidSchedule",
     "Machine",
+    "Options",
     "Region",
     "RegionError",
     "Result",

@@ -20,24 +20,22 @@ from typing import NamedTuple
 
 from jaxsched.errors import InputError
 from jaxsched.io.mir import (
-    MCPU,
     LlcError,
     MirModule,
     OrderError,
-    Orders,
     Scheduler,
     check_order,
     check_target,
-    find_llc,
-    llc_reading,
     machine_target,
     read_input,
     schedule_modules,
     write_mir,
 )
 from jaxsched.io.mir_judge import McaError
+from jaxsched.io.mir_llc import MCPU, find_llc, llc_reading, llvm_version
 from jaxsched.io.mir_llvm import llvm_schedule
 from jaxsched.io.mir_select import LLVM, Candidate, Choice, SelectError, select
+from jaxsched.io.mir_write import Orders
 from jaxsched.machines.model import Machine
 from jaxsched.problem.region import Region
 
@@ -165,8 +163,6 @@ def default_strategies(llc: str | os.PathLike | None = None) -> tuple[str, ...]:
     LLVM version: ``gcn-max-ilp`` and ``gcn-iterative-ilp`` (LLVM 16 and newer), else
     ``gcn-ilp`` (LLVM 14 and 15; ``gcn-minreg`` is rarely faster); none for an unknown
     version."""
-    from jaxsched.io.mir import llvm_version
-
     exe = find_llc(llc)
     version = llvm_version(exe) if exe else 0
     if version >= 16:

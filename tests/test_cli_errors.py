@@ -10,7 +10,8 @@ import pytest
 import jaxsched.cli.generate
 import jaxsched.cli.mir
 from jaxsched.cli.main import main
-from jaxsched.io.mir import find_llc, ll_to_mir, read_mir
+from jaxsched.io.mir import read_mir
+from jaxsched.io.mir_llc import find_llc, ll_to_mir
 from jaxsched.verify import InvalidSchedule
 
 DATA = Path(__file__).resolve().parent / "data"

@@ -9,18 +9,8 @@ from pathlib import Path
 import pytest
 
 from jaxsched.heuristics import issue_cycles
-from jaxsched.io.mir import (
-    MirError,
-    OrderError,
-    asm_stats,
-    find_llc,
-    ll_to_mir,
-    mir_to_asm,
-    read_mir,
-    run_llc,
-    schedule_orders,
-    write_mir,
-)
+from jaxsched.io.mir import MirError, OrderError, read_mir, schedule_orders, write_mir
+from jaxsched.io.mir_llc import asm_stats, find_llc, ll_to_mir, mir_to_asm, run_llc
 from jaxsched.io.mir_parse import parse_mem_operand
 from jaxsched.io.mir_regions import (
     EXIT_TEXT,

@@ -18,17 +18,20 @@ KERNELS = [ROOT / "tests" / "data" / "real" / name for name in ("nn.ll",)]
 VERSIONS = (15, 16, 19)
 
 
-def _script():
-    """benchmarks/mir_corpus.py as a module."""
-    path = ROOT / "benchmarks" / "mir_corpus.py"
-    spec = importlib.util.spec_from_file_location("mir_corpus", path)
+def _script(name: str):
+    """benchmarks/NAME.py as a module, registered under its name as when the script runs (its
+    dataclasses look their module up; mir_corpus imports harness, which Python finds beside a
+    script it runs)."""
+    path = ROOT / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
+    sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
 
 
-CORPUS = _script()
+_script("harness")
+CORPUS = _script("mir_corpus")
 
 
 def _generate(llc: str, target: str, where: Path) -> list[Path]:

@@ -12,7 +12,7 @@ import pytest
 from jaxsched.cli import mir as cli_mir
 from jaxsched.cli.main import main
 from jaxsched.io import mir_emit
-from jaxsched.io.mir import mir_to_asm
+from jaxsched.io.mir_llc import mir_to_asm
 
 ROOT = Path(__file__).resolve().parent.parent
 SAXPY = ROOT / "tests" / "data" / "amdgpu_saxpy_loop.ll"

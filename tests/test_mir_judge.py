@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from jaxsched.io.mir import KEEP_ORDER, ll_to_mir, mir_to_asm, read_mir, write_mir
+from jaxsched.io.mir import KEEP_ORDER, read_mir, write_mir
 from jaxsched.io.mir_judge import (
     block_frequencies,
     find_mca,
@@ -19,6 +19,7 @@ from jaxsched.io.mir_judge import (
     split_blocks,
     timed_as,
 )
+from jaxsched.io.mir_llc import ll_to_mir, mir_to_asm
 from jaxsched.io.mir_llvm import llvm_orders, tag_instructions
 
 ROOT = Path(__file__).resolve().parent.parent

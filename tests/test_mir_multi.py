@@ -11,7 +11,8 @@ import pytest
 
 import jaxsched.colony
 from jaxsched.cli.main import main
-from jaxsched.io.mir import find_llc, read_mir
+from jaxsched.io.mir import read_mir
+from jaxsched.io.mir_llc import find_llc
 from jaxsched.machines.model import get_machine
 from jaxsched.mir_files import schedule_files
 

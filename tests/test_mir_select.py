@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from jaxsched.io.mir import AsmStats, ll_to_mir, mir_to_asm, read_mir, write_mir
+from jaxsched.io.mir import AsmStats, read_mir, write_mir
 from jaxsched.io.mir_judge import find_mca, judge_mir
+from jaxsched.io.mir_llc import ll_to_mir, mir_to_asm
 from jaxsched.io.mir_llvm import llvm_schedule
 from jaxsched.io.mir_select import (
     LLVM_MIR,

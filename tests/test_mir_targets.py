@@ -12,7 +12,8 @@ import pytest
 
 import jaxsched.mir_files
 from jaxsched.cli.main import main
-from jaxsched.io.mir import MirError, check_target, find_llc, latency_cpu, read_mir
+from jaxsched.io.mir import MirError, check_target, latency_cpu, read_mir
+from jaxsched.io.mir_llc import find_llc
 from jaxsched.machines.amdgpu import TARGETS
 from jaxsched.machines.amdgpu_names import ALIASES, NEAREST, canonical, nearest_model
 

@@ -11,16 +11,14 @@ from pathlib import Path
 import pytest
 
 from jaxsched.cli.main import main
-from jaxsched.io.mir import (
-    LlcError,
+from jaxsched.io.mir import LlcError, read_mir, write_mir
+from jaxsched.io.mir_llc import (
     find_llc,
     ll_to_mir,
     llc_candidates,
     llc_reading,
     mir_to_asm,
-    read_mir,
     run_llc,
-    write_mir,
 )
 
 DATA = Path(__file__).resolve().parent / "data"

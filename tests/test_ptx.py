@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from jaxsched.io.mir import find_llc, run_llc
+from jaxsched.io.mir_llc import find_llc, run_llc
 from jaxsched.io.ptx import PtxError, classify, kernel_string, read_ptx
 
 DATA = Path(__file__).resolve().parent / "data"

@@ -204,7 +204,7 @@ _MACHINE_HELP = (
 
 def _llc(args: argparse.Namespace) -> str | None:
     """``--llc`` checked (`UsageError` if it names no program), or None for the default."""
-    from jaxsched.io.mir import find_llc
+    from jaxsched.io.mir_llc import find_llc
 
     if args.llc is None:
         return None
@@ -218,7 +218,7 @@ def _choice(args: argparse.Namespace) -> TargetChoice:
     """The target of ``--machine`` / ``--mcpu``
     (`jaxsched.machines.amdgpu_names.choose_target`), a warning on stderr when its model is
     another processor's; `UsageError` for an unknown ``--mcpu`` or a disagreement."""
-    from jaxsched.io.mir import MCPU
+    from jaxsched.io.mir_llc import MCPU
     from jaxsched.machines.amdgpu_names import canonical, choose_target
 
     try:

@@ -15,7 +15,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from jaxsched.io.mir import MCPU, LlcError, compile_mir, find_llc, mir_to_asm
+from jaxsched.io.mir_llc import MCPU, LlcError, compile_mir, find_llc, mir_to_asm
 
 __all__ = ["EMITS", "SUFFIXES", "emit", "mir_to_obj", "require_llc", "save"]
 

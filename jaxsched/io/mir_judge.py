@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from jaxsched.io.mir import MCPU, AsmStats, asm_stats, compile_mir
+from jaxsched.io.mir_llc import MCPU, AsmStats, asm_stats, compile_mir
 from jaxsched.io.mir_parse import MirError
 
 __all__ = [
@@ -301,7 +301,7 @@ def judge_mir(
     extra: Sequence[str] = (),
 ) -> tuple[dict[str, FunctionTime], str]:
     """(figures per function, assembly) of compiling ``mir_text`` with llc (``start`` as in
-    `jaxsched.io.mir.mir_to_asm`: ``-start-after`` keeps the MIR's order, ``-start-before``
+    `jaxsched.io.mir_llc.mir_to_asm`: ``-start-after`` keeps the MIR's order, ``-start-before``
     runs LLVM's scheduler; ``extra``: more llc options, e.g. ``-misched=gcn-max-ilp``).
     `LlcError` / `McaError` when a tool is missing or fails."""
     proc = compile_mir(

@@ -27,7 +27,7 @@ import re
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from jaxsched.io.mir import MCPU, compile_mir
+from jaxsched.io.mir_llc import MCPU, compile_mir
 from jaxsched.io.mir_parse import MirFunction, MirInstr, read_mir_text
 from jaxsched.io.mir_regions import MirModule, MirRegion
 

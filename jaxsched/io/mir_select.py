@@ -31,10 +31,11 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
-from jaxsched.io.mir import MCPU, AsmStats, Orders, write_mir
 from jaxsched.io.mir_judge import FunctionTime, judge_mir
+from jaxsched.io.mir_llc import MCPU, AsmStats
 from jaxsched.io.mir_parse import MirError, read_mir_text
 from jaxsched.io.mir_regions import MirModule
+from jaxsched.io.mir_write import Orders, write_mir
 
 __all__ = [
     "LLVM",

@@ -16,6 +16,9 @@ from jaxsched.io.mir_parse import MirError, MirInstr, find_top_level
 from jaxsched.io.mir_regions import MirModule, MirRegion
 
 Order = Sequence[int] | None
+#: An order per region, as `jaxsched.io.mir.schedule_orders` returns them (None: the input
+#: order kept).
+Orders = list[tuple[int, ...] | None]
 
 
 class OrderError(MirError):
