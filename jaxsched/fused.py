@@ -1,5 +1,6 @@
 """What the fused Pallas (Triton) kernels share: the colony's construction kernel
-(`jaxsched.colony.kernel`) and the makespan annealing kernel (`jaxsched.makespan.kernel`).
+(`jaxsched.colony.construction.kernel`) and the makespan annealing kernel
+(`jaxsched.makespan.kernel`).
 
 Lowest layer (imports only `jaxsched.errors`):
 

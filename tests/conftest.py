@@ -15,7 +15,8 @@ if "JAXSCHED_TEST_CACHE_DIR" not in os.environ:  # the first process of the run 
     os.environ["JAXSCHED_TEST_CACHE_DIR"] = tempfile.mkdtemp(prefix="jaxsched-test-store-")
     os.environ["_JAXSCHED_TEST_STORE_OWNER"] = str(os.getpid())
 os.environ["JAXSCHED_CACHE_DIR"] = os.environ["JAXSCHED_TEST_CACHE_DIR"]
-# The native construction's library (`jaxsched.colony.native`) is built once per run, in the
+# The native construction's library (`jaxsched.colony.construction.native`) is built once per run,
+# in the
 # run's store, and shared by tests that give processes a store of their own.
 if os.path.isabs(os.environ["JAXSCHED_TEST_CACHE_DIR"]):
     os.environ.setdefault(

@@ -11,10 +11,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from compile_count import Compiles
 
 import jaxsched
+from jaxsched.colony.construction.prepared import prepare
 from jaxsched.colony.derive import LATENCY_PRIORITY, RP_PRIORITY, derive_host
-from jaxsched.colony.prepared import prepare
 from jaxsched.colony.problem import canonical_shape, problem, problem_host
 from jaxsched.compilation import COMPILED
 from jaxsched.heuristics.bounds import length_lower_bound_jax, rp_peak_lower_bound_jax
@@ -26,7 +27,7 @@ from jaxsched.heuristics.list_scheduler import (
     target_schedule,
 )
 from jaxsched.machines import generic, get_machine
-from jaxsched.machines.model import rp_cost_jax, rp_limits
+from jaxsched.machines.model import MachineArrays, rp_cost_jax, rp_limits
 from jaxsched.problem.format import load_regions
 from jaxsched.problem.generate import generate_region
 from jaxsched.problem.padded import PaddedShape, common_shape, padded_shape, stack
@@ -37,31 +38,42 @@ DATA = Path(__file__).resolve().parent / "data"
 REAL_SAMPLE = DATA / "real_sample.jsonl.gz"
 
 
-@partial(jax.jit, static_argnames=("ready_slots", "issue_width"))
-def derive_jax(dev, machine, *, ready_slots: int, issue_width: int):
-    """The jitted preparation `colony.problem` used before `derive_host` (the reference)."""
+@partial(jax.jit, static_argnames=("ready_slots",))
+def reference(dev, machine: MachineArrays, cost, feasible, *, ready_slots: int):
+    """The jitted preparation `colony.problem` used before `derive_host`, per region of
+    ``dev`` [B, ...]: (the fields of `Derived` but the length bound (`length_bound_jax`), the
+    "list-target" schedule). That schedule is under the RP limits of cost ``cost`` (int32[B];
+    -1: the RP cost lower bound, as derived) ranking ``feasible`` (int32[B, N]; derived: the
+    input order). The issue width is traced (``machine.issue_width``): machines of one
+    occupancy table shape share a compile at each padded shape."""
 
-    def one(d):
+    def one(d, cost, feasible):
         N = d.valid.shape[0]
-        lut, target = machine.lut, machine.target_occupancy
-        kw = dict(issue_width=issue_width)
+        lut, target, iw = machine.lut, machine.target_occupancy, machine.issue_width
         rp_lb = rp_cost_jax(rp_peak_lower_bound_jax(d), lut, target)
-        rp = list_schedule(d, lut, priority=RP_PRIORITY, latencies=False, **kw)
-        ilp = list_schedule(d, lut, priority=LATENCY_PRIORITY, latencies=True, **kw)
+        rp = list_schedule(d, lut, priority=RP_PRIORITY, latencies=False, issue_width=iw)
+        ilp = list_schedule(d, lut, priority=LATENCY_PRIORITY, latencies=True, issue_width=iw)
         inp = jnp.where(d.valid, jnp.arange(N, dtype=jnp.int32), N)
-        limited = target_schedule(d, lut, rp_limits(lut, target, rp_lb), target, inp, issue_width)
+        limit = rp_limits(lut, target, jnp.where(cost < 0, rp_lb, cost))
+        limited = target_schedule(d, lut, limit, target, feasible, iw)
         orders = jnp.stack([inp, rp.order, ilp.order, limited.order])
-        return (
+        derived = (
             prepare(d, ready_slots),
             orders,
             jax.vmap(lambda o: order_peak_rp(d, o))(orders),
-            jax.vmap(lambda o: stall_schedule(d, o, issue_width)[1])(orders),
+            jax.vmap(lambda o: stall_schedule(d, o, iw)[1])(orders),
             rp_lb,
-            length_lower_bound_jax(d, issue_width),
             jnp.max(jnp.where(d.valid, d.cp, 0)),
         )
+        return derived, limited
 
-    return jax.vmap(one)(dev)
+    return jax.vmap(one)(dev, cost, feasible)
+
+
+@partial(jax.jit, static_argnames=("issue_width",))
+def length_bound_jax(dev, *, issue_width: int):
+    """int32[B]: `length_lower_bound_jax` per region (its issue width is static)."""
+    return jax.vmap(lambda d: length_lower_bound_jax(d, issue_width))(dev)
 
 
 def _assert_same(host, ref, what: str) -> None:
@@ -74,17 +86,24 @@ def _assert_same(host, ref, what: str) -> None:
         assert np.array_equal(a, b), f"{what} leaf {k}: {a} != {b}"
 
 
-def _check(regions: list[Region], machine, shapes: dict[int, PaddedShape]) -> None:
-    """Every region, padded to its bucket's shape in ``shapes`` (keyed by bucket size), alone in
-    a batch of one: host derive == jitted derive. The jitted reference compiles once per shape
-    and machine, whichever test (and region) comes first."""
+def _input_order(dev) -> np.ndarray:
+    """int32[B, N]: the input orders of a batch (sentinel N after n)."""
+    N = dev.valid.shape[-1]
+    return np.where(dev.valid, np.arange(N, dtype=np.int32), np.int32(N)).astype(np.int32)
+
+
+def _check(regions: list[Region], machine, shape: PaddedShape) -> None:
+    """Every region, padded to ``shape``, alone in a batch of one: host derive == the
+    jitted reference (compiled once per shape and occupancy table shape)."""
     iw = machine.issue_width
     m = jax.tree.map(np.asarray, machine.arrays())
     for region in regions:
-        shape = shapes[padded_shape(region, machine).n]
-        dev, shape = stack([region], machine, shape)
-        ref = derive_jax(dev, machine.arrays(), ready_slots=shape.ready, issue_width=iw)
-        want = jax.tree.map(lambda x: x[0], jax.device_get(ref))
+        dev, _ = stack([region], machine, shape)
+        cost = np.full(1, -1, np.int32)
+        ref, _ = reference(dev, machine.arrays(), cost, _input_order(dev), ready_slots=shape.ready)
+        lb = length_bound_jax(dev, issue_width=iw)
+        d, lb = jax.tree.map(lambda x: x[0], jax.device_get((ref, lb)))
+        want = (*d[:5], lb, d[5])
         row = jax.tree.map(lambda x: x[0], dev)
         got = derive_host(row, m, ready_slots=shape.ready, issue_width=iw)
         fields = (
@@ -94,12 +113,14 @@ def _check(regions: list[Region], machine, shapes: dict[int, PaddedShape]) -> No
         _assert_same(fields, want, f"{machine.name} {region.name} ({len(region)})")
 
 
-def _bucket_shapes(regions: list[Region], machine) -> dict[int, PaddedShape]:
-    """Bucket size -> the canonical shape that every given region of the bucket fits in."""
-    groups: dict[int, list[Region]] = {}
-    for r in regions:
-        groups.setdefault(padded_shape(r, machine).n, []).append(r)
-    return {n: canonical_shape(common_shape(rs, machine)) for n, rs in groups.items()}
+def _shape(regions: list[Region], *machines) -> PaddedShape:
+    """The canonical shape of the bucket of the largest of ``regions``, holding them all on
+    every machine of ``machines``: one shape, so one compile per occupancy table shape."""
+    shapes = [canonical_shape(common_shape(regions, m)) for m in machines]
+    out = shapes[0]
+    for s in shapes[1:]:
+        out = out.join(s)
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -108,6 +129,8 @@ def real_regions() -> list[Region]:
 
 
 GENERATED = [(1, 2), (2, 5), (3, 12), (4, 16), (5, 23), (6, 40), (7, 64), (8, 100)]
+#: The machines beside gfx906: other occupancy tables and target, and issue width 2.
+OTHERS = (get_machine("gfx942"), generic(issue_width=2))
 
 
 @pytest.fixture(scope="module")
@@ -116,58 +139,64 @@ def generated() -> list[Region]:
 
 
 @pytest.fixture(scope="module")
-def gfx906_shapes(real_regions, generated) -> dict[int, PaddedShape]:
-    """One shape per bucket (16..512) for the real and generated regions together, so that the
-    two gfx906 tests compile each bucket once."""
-    return _bucket_shapes(real_regions + generated, jaxsched.gfx906())
+def small(real_regions, generated) -> tuple[list[Region], PaddedShape]:
+    """The real and generated regions of at most 64 instructions (bucket 16 to 64), and one
+    shape holding them on every machine (bucket 64's): one compile per occupancy table."""
+    regions = [r for r in real_regions + generated if len(r) <= 64]
+    shape = _shape(regions, jaxsched.gfx906(), *OTHERS)
+    assert shape.n == 64
+    return regions, shape
 
 
-def test_generated_regions_gfx906(generated, gfx906_shapes):
-    _check(generated, jaxsched.gfx906(), gfx906_shapes)
+def test_small_regions_gfx906(small, real_regions):
+    """Every real and generated region of buckets 16 to 64 (sizes 1 to 64) on gfx906."""
+    regions, shape = small
+    assert {padded_shape(r, jaxsched.gfx906()).n for r in regions} == {16, 32, 64}
+    assert len([r for r in regions if r in real_regions]) == 39
+    _check(regions, jaxsched.gfx906(), shape)
 
 
 @pytest.mark.slow
-def test_real_regions_gfx906(real_regions, gfx906_shapes):
-    assert len(real_regions) == 60
-    assert sorted(gfx906_shapes) == [16, 32, 64, 128, 256, 512]  # every bucket checked
-    _check(real_regions, jaxsched.gfx906(), gfx906_shapes)
-
-
-def test_other_machines_and_issue_width_2(real_regions, generated):
-    """gfx942 (other occupancy tables and target) and a generic machine issuing 2 per cycle,
-    on regions of 2..64 instructions, all padded to one shape (bucket 64's; the gfx906 tests
-    check each bucket's own shape): one compile per machine."""
-    regions = [r for r in real_regions if len(r) <= 64] + generated[:7]  # not 100, no chains
-    for machine in (get_machine("gfx942"), generic(issue_width=2)):
-        shape = canonical_shape(common_shape(regions, machine))
-        assert shape.n == 64
-        _check(regions, machine, dict.fromkeys(_bucket_shapes(regions, machine), shape))
-
-
-def test_target_schedule_host_under_tight_limits(real_regions):
-    """The RP-limit filter (limits no order meets, sinks deferred) on a retargeted list
-    schedule, as `engine.Host.retarget` runs it: each cost of the machine's range."""
+def test_large_regions_gfx906(real_regions, generated):
+    """Every real and generated region of buckets 128 to 512 (65 to 300 instructions) on
+    gfx906, padded to bucket 512's shape."""
     machine = jaxsched.gfx906()
-    regions = [r for r in real_regions if 16 < len(r) <= 32][:4]
-    shape = canonical_shape(common_shape(regions, machine))
-    dev, _ = stack(regions, machine, shape)
+    regions = [r for r in real_regions + generated if len(r) > 64]
+    assert {padded_shape(r, machine).n for r in regions} == {128, 256, 512}
+    assert len(regions) == 22
+    _check(regions, machine, _shape(regions, machine))
+
+
+@pytest.mark.parametrize("machine", OTHERS, ids=["gfx942", "issue_width_2"])
+def test_other_machines(small, machine):
+    """gfx942 (other occupancy tables and target) and a generic machine issuing 2 per cycle
+    (its occupancy table has gfx906's shape: it shares gfx906's compile) on the regions of
+    1..64 instructions."""
+    regions, shape = small
+    _check(regions, machine, shape)
+
+
+def test_target_schedule_host_under_tight_limits(small):
+    """The RP-limit filter (limits no order meets, sinks deferred) on a retargeted list
+    schedule, as `engine.Host.retarget` runs it: each cost of the machine's range, orders
+    ranking the instructions at random ("nid" first), on the gfx906 compile of `small`."""
+    machine = jaxsched.gfx906()
+    regions, shape = small
+    regions = [r for r in regions if len(r) > 16][:6]
     lut, target = machine.occupancy_lut, np.int32(machine.target_occupancy)
-
-    @jax.jit
-    def ref(dev, limit, feasible):
-        return jax.vmap(lambda d, f: target_schedule(d, lut, limit, target, f, 1))(dev, feasible)
-
-    rng = np.random.default_rng(0)  # any order ranks the instructions ("nid" first)
-    feasible = np.full((len(regions), shape.n), shape.n, np.int32)
-    for b, r in enumerate(regions):
-        feasible[b, : len(r)] = rng.permutation(len(r))
-    for cost in range(0, 10, 3):
-        limit = rp_limits(lut, target, np.int32(cost), xp=np)
-        want = jax.device_get(ref(dev, limit, feasible))
-        for b in range(len(regions)):
-            row = jax.tree.map(lambda x, b=b: x[b], dev)
-            got = target_schedule_host(row, lut, limit, target, feasible[b], 1)
-            _assert_same(got, jax.tree.map(lambda x, b=b: x[b], want), f"cost {cost} row {b}")
+    rng = np.random.default_rng(0)
+    for region in regions:
+        dev, _ = stack([region], machine, shape)
+        feasible = np.full((1, shape.n), shape.n, np.int32)
+        feasible[0, : len(region)] = rng.permutation(len(region))
+        row = jax.tree.map(lambda x: x[0], dev)
+        for cost in range(0, 10, 3):
+            limit = rp_limits(lut, target, np.int32(cost), xp=np)
+            costs = np.full(1, cost, np.int32)
+            _, want = reference(dev, machine.arrays(), costs, feasible, ready_slots=shape.ready)
+            got = target_schedule_host(row, lut, limit, target, feasible[0], 1)
+            want = jax.tree.map(lambda x: x[0], jax.device_get(want))
+            _assert_same(got, want, f"{region.name} cost {cost}")
 
 
 def test_problem_is_problem_host_on_device():
@@ -195,24 +224,6 @@ def _chain(n: int, name: str) -> Region:
     return Region.build(name, insts, regs, edges, live_out=[f"%{n - 1}"])
 
 
-class _Compiles:
-    """Counts XLA compilations (`jax.monitoring` backend-compile events) within the block."""
-
-    def __init__(self) -> None:
-        self.count = 0
-
-    def _event(self, event: str, duration: float, **kw) -> None:
-        if event == "/jax/core/compile/backend_compile_duration":
-            self.count += 1
-
-    def __enter__(self):
-        jax.monitoring.register_event_duration_secs_listener(self._event)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        jax.monitoring.unregister_event_duration_listener(self._event)
-
-
 def test_settled_regions_compile_nothing():
     """Regions settled at init (both passes skipped: their starts meet the bounds) are
     scheduled without compiling (or loading) any executable, in a bucket new to the process."""
@@ -220,7 +231,7 @@ def test_settled_regions_compile_nothing():
     warm = jaxsched.schedule([_chain(3, "warm")], machine, seed=0)  # eager ops of the run
     assert warm[0].iterations == (0, 0)
     regions = [_chain(n, f"chain{n}") for n in (37, 50, 64)]  # bucket 64
-    compiles = _Compiles()
+    compiles = Compiles()
     c0, l0 = COMPILED.compilations, COMPILED.loads
     with compiles:
         results = jaxsched.schedule(regions, machine, seed=1)

@@ -9,7 +9,7 @@ import pytest
 from conftest import EXAMPLES
 
 from jaxsched.cli.main import main
-from jaxsched.colony.sharding import ant_columns
+from jaxsched.colony.drivers.sharding import ant_columns
 from jaxsched.distributed import allgather_json, owner
 from jaxsched.problem.format import iter_regions
 from jaxsched.problem.region import RegionError

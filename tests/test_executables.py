@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 import jaxsched
-from jaxsched.colony import engine, host
+from jaxsched.colony import host
+from jaxsched.colony.drivers import engine
 from jaxsched.colony.problem import canonical_shape
 from jaxsched.compilation import CompileCache
 from jaxsched.problem.generate import generate_region

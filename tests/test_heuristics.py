@@ -1,5 +1,10 @@
-"""List scheduler, stall schedule and order RP: every schedule checked by `jaxsched.verify`, and
-the choices replayed by an independent plain-Python list scheduler."""
+"""List scheduler, stall schedule and order RP: every schedule checked by `jaxsched.verify`, the
+choices replayed by an independent plain-Python list scheduler, and the host scheduler
+(`jaxsched.heuristics.host_schedule`, a Python loop over the candidates) equal to the device one
+(a fixed-shape `lax` loop) on every region, priority, mode and issue width.
+
+The gfx906 batches share one padded shape and batch size (`REGIONS`, `SHAPE`): one compile per
+mode, every priority as traced codes."""
 
 from __future__ import annotations
 
@@ -10,10 +15,25 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from compile_count import Compiles
 from helpers import peaks_of, random_topological_order
 
-from jaxsched.heuristics import HeuristicError, heuristic_schedule, list_schedule, order_peak_rp
+from jaxsched.heuristics import (
+    HeuristicError,
+    heuristic_schedule,
+    issue_cycles,
+    list_schedule,
+    order_peak_rp,
+)
+from jaxsched.heuristics.host_schedule import (
+    host_region,
+    list_schedule_host,
+    order_peak_rp_host,
+    stall_schedule_host,
+)
 from jaxsched.heuristics.list_scheduler import (
+    DEFAULT_PRIORITY,
+    DEFAULT_TARGET,
     PRIORITIES,
     list_schedule_batch,
     list_schedule_jit,
@@ -27,7 +47,15 @@ from jaxsched.problem.region import Region
 from jaxsched.verify import verify
 
 MACHINE = gfx906()
+WIDE = generic(issue_width=2)
 COMBOS = [("luc", "cp", "nid"), ("cp", "luc", "nid"), ("succ", "cp"), ("nid", "cp")]
+ALL_PRIORITIES = [(p,) for p in PRIORITIES] + COMBOS
+#: Every batch test's regions: 48 of 2..32 instructions (`SMALL`: replayed by the reference),
+#: then 80 of 2..128; 128 in all (a power of two: `list_schedule_batch` pads nothing).
+SMALL = 48
+REGIONS = generate_regions(5, SMALL, 2, 32) + generate_regions(11, 80, 2, 128)
+#: One padded shape for all (bucket 128's): one compile per mode and machine.
+SHAPE = common_shape(REGIONS, MACHINE).join(common_shape(REGIONS, WIDE))
 
 
 # ------------------------------------------------------------------------------ helpers
@@ -42,12 +70,11 @@ def _stall_and_peak(dev, orders, *, issue_width):
     return jax.vmap(one)(dev, orders)
 
 
-def stall_and_peak(regions, orders, machine=MACHINE):
-    """Per region: (cycles int[n], length, peak int[F]) of issuing ``orders[i]`` in order.
-
-    All regions are padded to one common shape: one batch, one compile.
-    """
-    dev, shape = stack(regions, machine)
+def stall_and_peak(orders, machine=MACHINE, regions=REGIONS):
+    """Per region of ``regions`` (a permutation of `REGIONS`): (cycles int[n], length, peak
+    int[F]) of issuing ``orders[i]`` in order. All are padded to `SHAPE`: one batch, one
+    compile per issue width."""
+    dev, shape = stack(regions, machine, SHAPE)
     o = np.full((len(regions), shape.n), shape.n, np.int32)
     for b, order in enumerate(orders):
         o[b, : len(order)] = order
@@ -134,52 +161,78 @@ def reference_list_schedule(region: Region, priority, latencies: bool, issue_wid
 
 # ------------------------------------------------------------------------------ fixtures
 @pytest.fixture(scope="module")
-def many_regions() -> list[Region]:
-    """Hundreds of generated regions, sizes 2..512 (log-uniform)."""
-    return generate_regions(11, 240, 2, 512)
+def schedules():
+    """(machine name, priority, latencies) -> the `HostSchedule`s of `REGIONS` (computed on
+    first use: every batch has `SHAPE` and 128 regions, so each mode compiles once)."""
+    cache: dict = {}
+
+    def get(priority: tuple[str, ...], latencies: bool, machine=MACHINE):
+        key = (machine.name, priority, latencies)
+        if key not in cache:
+            cache[key] = list_schedule_batch(
+                REGIONS, machine, priority=priority, latencies=latencies, shape=SHAPE
+            )
+        return cache[key]
+
+    return get
 
 
 @pytest.fixture(scope="module")
-def small_regions() -> list[Region]:
-    return generate_regions(5, 48, 2, 32)
+def host_regions():
+    """`REGIONS` padded to `SHAPE` as the host scheduler reads them (`host_region`)."""
+    return [host_region(pad_region(r, MACHINE, SHAPE)) for r in REGIONS]
+
+
+def assert_host_equals(hr, machine, s, priority, latencies: bool, what: str) -> None:
+    """The host scheduler on the padded region ``hr`` gives the device's `HostSchedule` ``s``
+    exactly (order, cycles, length, peak, occupancy, RP cost)."""
+    h = list_schedule_host(
+        hr, machine.occupancy_lut, priority=priority, latencies=latencies,
+        issue_width=machine.issue_width, target=machine.target_occupancy,
+    )  # fmt: skip
+    n = hr.n
+    np.testing.assert_array_equal(h.order[:n], s.order, err_msg=what)
+    assert np.all(h.order[n:] == hr.N), what
+    np.testing.assert_array_equal(h.cycles[:n], s.cycles, err_msg=what)
+    np.testing.assert_array_equal(h.peak, s.peak, err_msg=what)
+    assert (h.length, h.occupancy, h.rp_cost) == (s.length, s.occupancy, s.rp_cost), what
 
 
 # ------------------------------------------------------------------------------ tests
 @pytest.mark.parametrize("latencies", [False, True])
-def test_default_priority_verified_on_hundreds(many_regions, latencies):
-    priority = ("luc", "cp", "nid") if not latencies else ("cp", "luc", "nid")
-    shape = common_shape(many_regions, MACHINE)  # one batch, one compile
-    out = list_schedule_batch(
-        many_regions, MACHINE, priority=priority, latencies=latencies, shape=shape
-    )
-    assert len(out) == len(many_regions)
-    for region, s in zip(many_regions, out, strict=True):
+def test_default_priority_verified_on_many(schedules, host_regions, latencies):
+    """Every region's schedule verified; the host scheduler's equal to it."""
+    priority = DEFAULT_PRIORITY if not latencies else DEFAULT_TARGET
+    out = schedules(priority, latencies)
+    assert len(out) == len(REGIONS) == 128
+    assert 64 < max(len(r) for r in REGIONS) <= SHAPE.n == 128
+    for region, hr, s in zip(REGIONS, host_regions, out, strict=True):
         check(region, MACHINE, s, latencies)
+        assert_host_equals(hr, MACHINE, s, priority, latencies, region.name)
 
 
 @pytest.mark.parametrize("latencies", [False, True])
-@pytest.mark.parametrize("priority", [*PRIORITIES, *COMBOS])
-def test_priorities_match_reference(small_regions, priority, latencies):
-    out = list_schedule_batch(small_regions, MACHINE, priority=priority, latencies=latencies)
-    names = (priority,) if isinstance(priority, str) else priority
-    for region, s in zip(small_regions, out, strict=True):
+@pytest.mark.parametrize("priority", ALL_PRIORITIES, ids=lambda p: "-".join(p))
+def test_priorities_match_reference(schedules, host_regions, priority, latencies):
+    """Each priority: the schedules of the small regions verified, replayed by the reference
+    scheduler, and the host scheduler's equal to them."""
+    out = schedules(priority, latencies)
+    for region, hr, s in zip(REGIONS[:SMALL], host_regions, out, strict=False):
         check(region, MACHINE, s, latencies)
-        ref_cycles, ref_order = reference_list_schedule(region, names, latencies)
+        ref_cycles, ref_order = reference_list_schedule(region, priority, latencies)
         np.testing.assert_array_equal(s.order, ref_order, err_msg=region.name)
         np.testing.assert_array_equal(s.cycles, ref_cycles, err_msg=region.name)
+        assert_host_equals(hr, MACHINE, s, priority, latencies, region.name)
 
 
-def test_nid_rp_order_is_smallest_id_topological_order(small_regions):
-    out = list_schedule_batch(small_regions, MACHINE, priority="nid", latencies=False)
-    for region, s in zip(small_regions, out, strict=True):
+def test_nid_rp_order_is_smallest_id_topological_order(schedules):
+    for region, s in zip(REGIONS, schedules(("nid",), False), strict=True):
         assert list(s.order) == region.topological_order()
 
 
-def test_latency_schedules_are_non_delay(many_regions):
+def test_latency_schedules_are_non_delay(schedules):
     """No instruction could have issued in an earlier cycle that had a free slot."""
-    regions = many_regions[:80]
-    out = list_schedule_batch(regions, MACHINE, shape=common_shape(regions, MACHINE))
-    for region, s in zip(regions, out, strict=True):
+    for region, s in zip(REGIONS, schedules(DEFAULT_PRIORITY, True), strict=True):
         check(region, MACHINE, s, True)
         count = np.bincount(s.cycles, minlength=s.length)
         for j, preds in enumerate(region.predecessors()):
@@ -187,108 +240,102 @@ def test_latency_schedules_are_non_delay(many_regions):
             assert np.all(count[ready : s.cycles[j]] >= MACHINE.issue_width), (region.name, j)
 
 
-@pytest.mark.parametrize("priority", ["cp", ("luc", "cp", "nid")])
-def test_issue_width_two(small_regions, priority):
-    machine = generic(issue_width=2)
-    out = list_schedule_batch(small_regions, machine, priority=priority, latencies=True)
-    for region, s in zip(small_regions, out, strict=True):
-        rep = check(region, machine, s, True)
+@pytest.mark.parametrize("priority", [("cp",), DEFAULT_PRIORITY], ids=["cp", "luc-cp-nid"])
+def test_issue_width_two(schedules, host_regions, priority):
+    """Issue width 2: verified, at most 2 per cycle, replayed by the reference on the small
+    regions, and the host scheduler's equal on every region."""
+    out = schedules(priority, True, WIDE)
+    for k, (region, hr, s) in enumerate(zip(REGIONS, host_regions, out, strict=True)):
+        rep = check(region, WIDE, s, True)
         assert np.bincount(s.cycles).max() <= 2
-        names = (priority,) if isinstance(priority, str) else priority
-        ref_cycles, _ = reference_list_schedule(region, names, True, issue_width=2)
-        np.testing.assert_array_equal(s.cycles, ref_cycles)
         assert rep.length >= -(-len(region) // 2)
+        assert_host_equals(hr, WIDE, s, priority, True, region.name)
+        if k < SMALL:
+            ref_cycles, _ = reference_list_schedule(region, priority, True, issue_width=2)
+            np.testing.assert_array_equal(s.cycles, ref_cycles)
 
 
-def test_stall_schedule_of_list_order_reproduces_list_cycles(many_regions):
-    regions = many_regions[:120]
-    out = list_schedule_batch(
-        regions, MACHINE, priority=("cp", "luc", "nid"), shape=common_shape(regions, MACHINE)
-    )
-    stalled = stall_and_peak(regions, [s.order for s in out])
+def test_stall_schedule_of_list_order_reproduces_list_cycles(schedules):
+    out = schedules(DEFAULT_TARGET, True)
+    stalled = stall_and_peak([s.order for s in out])
     for s, (cycles, length, peak) in zip(out, stalled, strict=True):
         np.testing.assert_array_equal(cycles, s.cycles)
         assert length == s.length
         np.testing.assert_array_equal(peak, s.peak)
 
 
-def test_stall_schedule_and_order_peak_on_random_orders(many_regions):
+@pytest.mark.parametrize("machine", [MACHINE, WIDE], ids=["width1", "width2"])
+def test_stall_schedule_and_order_peak_on_random_orders(host_regions, machine):
+    """Random topological orders issued in order: verified, each instruction at the earliest
+    cycle the order allows; the host's `stall_schedule_host`, `order_peak_rp_host` and
+    `issue_cycles` equal."""
     rng = np.random.default_rng(3)
-    regions = many_regions[:120]
-    orders = [random_topological_order(r, rng) for r in regions]
-    for region, order, (cycles, length, peak) in zip(
-        regions, orders, stall_and_peak(regions, orders), strict=True
-    ):
-        rep = verify(region, MACHINE, cycles, order=order, latencies=True)
-        assert rep.order == tuple(order)  # same order, stalls inserted
-        assert rep.length == length
-        assert list(peak) == peaks_of(rep, MACHINE)
-        # In-order issue: each instruction at the earliest cycle the order allows.
-        prev = 0
-        for k, j in enumerate(order):
-            ready = max((cycles[p] + lat for p, lat in region.predecessors()[j]), default=0)
-            expect = max(ready, prev + 1 if k else 0)
-            assert cycles[j] == expect, (region.name, k)
-            prev = cycles[j]
-
-
-def test_stall_schedule_width_two():
-    machine = generic(issue_width=2)
-    rng = np.random.default_rng(8)
-    regions = generate_regions(9, 30, 2, 60)
-    orders = [random_topological_order(r, rng) for r in regions]
-    for region, order, (cycles, length, _) in zip(
-        regions, orders, stall_and_peak(regions, orders, machine), strict=True
+    orders = [random_topological_order(r, rng) for r in REGIONS]
+    iw = machine.issue_width
+    for region, hr, order, (cycles, length, peak) in zip(
+        REGIONS, host_regions, orders, stall_and_peak(orders, machine), strict=True
     ):
         rep = verify(region, machine, cycles, order=order, latencies=True)
-        assert rep.order == tuple(order) and rep.length == length
-        assert np.bincount(cycles).max() <= 2
+        assert rep.order == tuple(order)  # same order, stalls inserted
+        assert rep.length == length
+        assert list(peak) == peaks_of(rep, machine)
+        assert np.bincount(cycles).max() <= iw
+        # In-order issue: each instruction at the earliest cycle the order allows.
+        prev, used = 0, 0
+        for k, j in enumerate(order):
+            ready = max((cycles[p] + lat for p, lat in region.predecessors()[j]), default=0)
+            expect = max(ready, prev + 1 if k and used >= iw else prev)
+            assert cycles[j] == expect, (region.name, k)
+            used = used + 1 if cycles[j] == prev and k else 1
+            prev = cycles[j]
+        padded = np.full(hr.N, hr.N, np.int32)
+        padded[: len(order)] = order
+        host_cycles, host_length = stall_schedule_host(hr, padded, iw)
+        np.testing.assert_array_equal(host_cycles[: len(order)], cycles)
+        assert host_length == length
+        np.testing.assert_array_equal(order_peak_rp_host(hr, padded), peak)
+        np.testing.assert_array_equal(issue_cycles(region, order, iw), cycles)
 
 
-def test_no_retrace_within_bucket():
-    regions = [generate_region(s, n) for s, n in [(1, 20), (2, 31), (3, 17), (4, 25)]]
-    shape = common_shape(regions, MACHINE)
-    lut = jnp.asarray(MACHINE.occupancy_lut)
+def test_no_recompile_within_the_shape(schedules):
+    """Other regions in the same padded shape and batch size (`REGIONS` reversed) compile
+    nothing: the list schedule, the stall schedule and the order's RP."""
+    out = schedules(DEFAULT_PRIORITY, True)
+    stall_and_peak([s.order for s in out])  # compiled here, if not yet
+    others = REGIONS[::-1]
+    with Compiles() as compiles:
+        again = list_schedule_batch(others, MACHINE, priority=DEFAULT_PRIORITY, shape=SHAPE)
+        stalled = stall_and_peak([s.order for s in again], regions=others)
+    assert compiles.count == 0
+    for region, s, (cycles, _, peak) in zip(others, again, stalled, strict=True):
+        rep = verify(region, MACHINE, cycles, latencies=True)
+        np.testing.assert_array_equal(cycles, s.cycles)
+        assert list(peak) == peaks_of(rep, MACHINE)
 
-    @jax.jit
-    @chex.assert_max_traces(n=1)
-    def run(dev):
-        s = list_schedule(dev, lut, priority=("luc", "cp", "nid"), latencies=True)
-        return s, stall_schedule(dev, s.order), order_peak_rp(dev, s.order)
 
-    for r in regions:
-        _, (cycles, _), peak = run(pad_region(r, MACHINE, shape))
-        rep = verify(r, MACHINE, np.asarray(cycles)[: len(r)], latencies=True)
-        assert list(np.asarray(peak)) == peaks_of(rep, MACHINE)
-    chex.clear_trace_counter()
+#: One 16-instruction region for the `list_schedule_jit` tests (they share its compiles).
+ONE = generate_region(7, 16)
 
 
 def test_priority_codes_do_not_recompile():
-    region = generate_region(7, 30)
-    dev = pad_region(region, MACHINE)
+    dev = pad_region(ONE, MACHINE)
     lut = jnp.asarray(MACHINE.occupancy_lut)
-
-    @jax.jit
-    @chex.assert_max_traces(n=1)
-    def run(codes):
-        return list_schedule(dev, lut, priority=codes, latencies=True)
-
-    for priority in [*PRIORITIES, *COMBOS]:
-        codes = priority_codes(priority)
-        assert codes.shape == (len(PRIORITIES),)
-        s = jax.device_get(run(codes))
-        n = len(region)
-        names = (priority,) if isinstance(priority, str) else priority
-        ref_cycles, ref_order = reference_list_schedule(region, names, True)
-        np.testing.assert_array_equal(s.order[:n], ref_order)
-        np.testing.assert_array_equal(s.cycles[:n], ref_cycles)
-    chex.clear_trace_counter()
+    list_schedule_jit(dev, lut, priority=DEFAULT_PRIORITY, latencies=True)  # compiled here
+    with Compiles() as compiles:
+        for priority in ALL_PRIORITIES:
+            codes = priority_codes(priority)
+            assert codes.shape == (len(PRIORITIES),)
+            s = jax.device_get(list_schedule_jit(dev, lut, priority=codes, latencies=True))
+            n = len(ONE)
+            ref_cycles, ref_order = reference_list_schedule(ONE, priority, True)
+            np.testing.assert_array_equal(s.order[:n], ref_order)
+            np.testing.assert_array_equal(s.cycles[:n], ref_cycles)
+    assert compiles.count == 0
 
 
 @pytest.mark.parametrize("latencies", [False, True])
 def test_jit_and_eager_agree(latencies):
-    region = generate_region(21, 12)
-    dev = pad_region(region, MACHINE)
+    dev = pad_region(ONE, MACHINE)
     lut = jnp.asarray(MACHINE.occupancy_lut)
     kw = dict(priority=("luc", "cp", "nid"), latencies=latencies, issue_width=1)
     jitted = list_schedule_jit(dev, lut, **kw)
@@ -306,8 +353,7 @@ def test_heuristic_schedule_host(small_region, gfx906_machine):
 
 
 def test_target_sets_rp_cost():
-    region = generate_region(4, 40)
-    dev = pad_region(region, MACHINE)
+    dev = pad_region(ONE, MACHINE)
     lut = jnp.asarray(MACHINE.occupancy_lut)
     s = list_schedule_jit(dev, lut, latencies=False, target=jnp.int32(10))
     assert int(s.rp_cost) == max(0, 10 - int(s.occupancy))

@@ -1,4 +1,4 @@
-"""The decisions between passes (`jaxsched.colony.rules`): the headroom rule, the same on the
+"""The decisions between passes (`jaxsched.colony.passes.rules`): the headroom rule, the same on the
 host (NumPy) and on device (`jax.numpy`)."""
 
 from __future__ import annotations
@@ -7,7 +7,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxsched.colony import default_params, rules
+from jaxsched.colony import default_params
+from jaxsched.colony.passes import rules
 from jaxsched.colony.problem import SOURCES
 from jaxsched.machines.model import RP_UNLIMITED, gfx906, rp_limits
 

@@ -216,10 +216,10 @@ def _settings(machine, seed: int, overrides: dict, params=None) -> dict:
     import dataclasses
 
     from jaxsched import __version__
-    from jaxsched.colony.host import split_overrides
+    from jaxsched.colony.settings import resolve
     from jaxsched.tune.files import params_dict
 
-    config, params, options = split_overrides(overrides, None, params, None)
+    config, params, options = resolve(overrides, params=params)
     settings = {
         "version": __version__,
         "machine": machine.name,

@@ -70,8 +70,8 @@ def _training_regions(args, machine) -> list:
 
 def run(args: argparse.Namespace) -> int:
     from jaxsched.cli.schedule import load_checked
-    from jaxsched.colony.host import split_overrides
     from jaxsched.colony.params import default_params
+    from jaxsched.colony.settings import resolve
     from jaxsched.tune import pipeline
     from jaxsched.tune.train import train
 
@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
         pyplot()  # fail before training, not after
     machine = machine_named(args.machine)
     layout = {"ants": args.ants, "wavefront_size": args.wavefront}
-    config, _, _ = split_overrides(layout, None, None, None)
+    config = resolve(layout).config
     regions = _training_regions(args, machine)
     valid = load_checked([args.valid], None, machine) if args.valid else []
     default = default_params()

@@ -16,25 +16,25 @@ problem, on the host), `core`, `host`.
 from jaxsched.colony.core import (
     ColonyState,
     Solution,
-    default_config,
     init,
     run,
     solution,
     solve,
     step,
 )
-from jaxsched.colony.host import Result, schedule
+from jaxsched.colony.host import Result, schedule, warmup
 from jaxsched.colony.params import ColonyConfig, ColonyParams, default_params
 from jaxsched.colony.problem import ColonyProblem, problem
+from jaxsched.colony.settings import Options
 
 __all__ = [
     "ColonyConfig",
     "ColonyParams",
     "ColonyProblem",
     "ColonyState",
+    "Options",
     "Result",
     "Solution",
-    "default_config",
     "default_params",
     "init",
     "problem",
@@ -43,4 +43,5 @@ __all__ = [
     "solution",
     "solve",
     "step",
+    "warmup",
 ]

@@ -26,11 +26,11 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from jaxsched.colony import passes, rules
-from jaxsched.colony.iteration import PassState, iterate, running, start_pass
+from jaxsched.colony.construction.prepared import BIG
 from jaxsched.colony.params import ColonyConfig, ColonyParams
-from jaxsched.colony.passes import PassSummary, Schedule, Solution
-from jaxsched.colony.prepared import BIG
+from jaxsched.colony.passes import rules, transitions
+from jaxsched.colony.passes.iteration import PassState, iterate, running, start_pass
+from jaxsched.colony.passes.transitions import PassSummary, Schedule, Solution
 from jaxsched.colony.problem import ColonyProblem
 from jaxsched.heuristics.list_scheduler import stall_schedule, target_schedule
 from jaxsched.machines.model import rp_limits
@@ -51,12 +51,6 @@ class ColonyState(NamedTuple):
     start: jax.Array  # int32[B, 2]: candidate each pass started from (index into SOURCES)
     start_length: jax.Array  # int32[B]: length of the ILP pass's start
     length_lower_bound: jax.Array  # int32[B]: possibly tightened by the exact search
-
-
-def default_config() -> ColonyConfig:
-    """`ColonyConfig` defaults for the default JAX backend: 4 wavefronts of 64 ants (256) on
-    a CPU, 64 wavefronts (4,096 ants) on a GPU or TPU."""
-    return ColonyConfig(wavefronts=4 if jax.default_backend() == "cpu" else 64)
 
 
 def _problem_axes(problem: ColonyProblem) -> ColonyProblem:
@@ -111,23 +105,23 @@ def _retarget(region: ColonyProblem, cost: jax.Array, feasible: jax.Array) -> Sc
     return Schedule(order=ls.order, peak=ls.peak, length=length)
 
 
-def _side(region: ColonyProblem) -> passes.Side:
+def _side(region: ColonyProblem) -> transitions.Side:
     """How the device computes the schedules the pass transitions compare."""
     timing = partial(stall_schedule, region.dev, issue_width=region.machine.issue_width)
-    return passes.Side(xp=jnp, retarget=partial(_retarget, region), timing=timing)
+    return transitions.Side(xp=jnp, retarget=partial(_retarget, region), timing=timing)
 
 
 def _init_region(region: ColonyProblem, key: jax.Array, params: ColonyParams, config: ColonyConfig):
     """One region's state: the RP pass from the best allowed start by (RP cost, length)."""
-    s1, start = passes.first_pass(region, params, jnp)
+    s1, start = transitions.first_pass(region, params, jnp)
     rp = start_pass(**start._asdict(), key=jax.random.fold_in(key, 1), params=params, config=config)
     big = jnp.int32(BIG)
     return ColonyState(
         phase=jnp.int32(RP_PASS),
         key=key,
         current=rp,
-        rp=passes.summary(rp, cost=big, length=big, iterations=jnp.int32(0)),
-        retarget=passes.initial_retarget(region),
+        rp=transitions.summary(rp, cost=big, length=big, iterations=jnp.int32(0)),
+        retarget=transitions.initial_retarget(region),
         start=jnp.stack([s1, s1]),
         start_length=region.start_length[s1],
         length_lower_bound=region.length_lower_bound,
@@ -137,10 +131,12 @@ def _init_region(region: ColonyProblem, key: jax.Array, params: ColonyParams, co
 def _start_ilp(
     region: ColonyProblem, region_state: ColonyState, params: ColonyParams, config: ColonyConfig
 ):
-    """One region after its RP pass: the ILP pass starts (`passes.after_rp`)."""
+    """One region after its RP pass: the ILP pass starts (`transitions.after_rp`)."""
     done = region_state.current
-    rp = passes.summary(done, cost=done.best_cost, length=jnp.int32(0), iterations=done.iteration)
-    end = passes.after_rp(region, rp, region_state.length_lower_bound, params, _side(region))
+    rp = transitions.summary(
+        done, cost=done.best_cost, length=jnp.int32(0), iterations=done.iteration
+    )
+    end = transitions.after_rp(region, rp, region_state.length_lower_bound, params, _side(region))
     key = jax.random.fold_in(region_state.key, 2)
     ilp = start_pass(**end.pass_start._asdict(), key=key, params=params, config=config)
     return region_state._replace(
@@ -181,7 +177,7 @@ def init(
 ) -> ColonyState:
     """The colony state of every region of ``problem`` before its first iteration."""
     check_problem(problem)
-    config = config or default_config()
+    config = config or ColonyConfig()
     keys = jax.vmap(lambda region_id: jax.random.fold_in(key, region_id))(problem.ids)
     state = _per_region(partial(_init_region, params=params, config=config), problem, keys)
     return _advance(state, problem, params, config)
@@ -197,10 +193,11 @@ def step(
 ) -> ColonyState:
     """One iteration of every region's current pass (regions that are done stay as they are).
     ``ant_axis``: inside `jax.shard_map`, the mesh axis each region's ants are split over
-    (whole wavefronts per device, `jaxsched.colony.sharding`); None: all ants here. It changes
+    (whole wavefronts per device, `jaxsched.colony.drivers.sharding`); None: all ants here. It
+    changes
     where the ants run, never what they build."""
     check_problem(problem)
-    config = config or default_config()
+    config = config or ColonyConfig()
     num_steps = jnp.max(problem.prep.n)
     live = jax.vmap(partial(running, config=config))(state.current) & (state.phase < DONE)
 
@@ -235,7 +232,7 @@ def run(
     """Up to ``steps`` (traced) iterations: `step` until every region is done or the count
     is reached. Running ``a`` then ``b`` steps equals running ``a + b``. ``ant_axis``: as in
     `step`."""
-    config = config or default_config()
+    config = config or ColonyConfig()
 
     def cond(carry):
         s, k = carry
@@ -251,7 +248,7 @@ def run(
 def _solution_region(
     region: ColonyProblem, region_state: ColonyState, params: ColonyParams
 ) -> Solution:
-    """One region's result once its ILP pass has ended (`passes.finish`)."""
+    """One region's result once its ILP pass has ended (`transitions.finish`)."""
     ilp = region_state.current
     iterations = jnp.where(region_state.phase == DONE, ilp.iteration, 0)
     ilp_start = rules.IlpStart(
@@ -259,11 +256,11 @@ def _solution_region(
         start_length=region_state.start_length,
         length_lower_bound=region_state.length_lower_bound,
     )
-    return passes.finish(
+    return transitions.finish(
         region,
         region_state.retarget,
         region_state.rp,
-        passes.summary(ilp, cost=ilp.best_cost, length=jnp.int32(0), iterations=iterations),
+        transitions.summary(ilp, cost=ilp.best_cost, length=jnp.int32(0), iterations=iterations),
         ilp_start,
         params,
         _side(region),
@@ -288,7 +285,7 @@ def solve(
     ``jax.jit(solve, static_argnames="config")`` compiles once per bucket shape, batch size and
     config; ``jax.vmap(solve, in_axes=(None, None, 0))`` runs stacked parameter settings.
     """
-    config = config or default_config()
+    config = config or ColonyConfig()
     state = init(key, problem, params, config=config)
     # Each pass stops at the iteration cap, so this many steps finish every region.
     state = run(state, problem, params, jnp.int32(2 * config.max_iterations + 2), config=config)

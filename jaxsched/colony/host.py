@@ -5,7 +5,8 @@ budget (few batch sizes per bucket: few executables, which `warmup` compiles ahe
 batch becomes a `ColonyProblem`, is solved by the jitted ``init``, ``run`` (in chunks, for
 progress) and ``solution`` calls, and is unpadded into `Result`s; the next batch is prepared
 while the device runs. With ``devices`` (or several processes) each batch is one call over a
-mesh of devices (`jaxsched.colony.sharding`), with the same results. Options that need the host
+mesh of devices (`jaxsched.colony.drivers.sharding`), with the same results. Options that need the
+host
 stay here: the exact search, batching, memory, progress.
 """
 
@@ -13,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import time
-import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -23,87 +23,29 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsched.colony import dispatch, engine, sharding
-from jaxsched.colony.core import DONE, default_config, init, run, solution
-from jaxsched.colony.memory import (
-    DEFAULT_MEMORY_BUDGET,
-    batch_cap,
-    batch_sizes,
-    choose_batch,
-    estimate_bytes,  # noqa: F401 (part of this module's API, as before memory.py)
-    fit_ants,
-)
-from jaxsched.colony.params import (
-    NO_FILTERS,
-    ColonyConfig,
-    ColonyParams,
-    check_params,
-    default_params,
-    effort_settings,
-    param_array,
-)
-from jaxsched.colony.passes import Solution
+from jaxsched.colony.construction import dispatch
+from jaxsched.colony.core import DONE, init, run, solution
+from jaxsched.colony.drivers import engine, planning, sharding
+from jaxsched.colony.drivers.planning import batch_cap, batch_sizes, fit_ants
+from jaxsched.colony.params import ColonyConfig, ColonyParams
+from jaxsched.colony.passes.transitions import Solution
 from jaxsched.colony.problem import (
-    CHOOSABLE_STARTS,
     SOURCES,
     ColonyProblem,
     canonical_shape,
     problem,
     problem_host,
 )
+from jaxsched.colony.settings import Options, resolve
 from jaxsched.compilation import COMPILED
 from jaxsched.errors import InputError
 from jaxsched.machines.model import Machine, gfx906
-from jaxsched.problem.padded import PaddedShape, padded_shape
+from jaxsched.problem.padded import PaddedShape
 from jaxsched.problem.region import Region
 
 _init_jit = jax.jit(init, static_argnames=("config",))
 _run_jit = jax.jit(run, static_argnames=("config",), donate_argnames=("state",))
 _solution_jit = jax.jit(solution)
-
-
-@dataclass(frozen=True)
-class Options:
-    """Host options (no recompilation).
-
-    Attributes:
-      filters: apply the paper's filters (cycle threshold, revert; their values are
-        `ColonyParams` fields); the bound-met skips always apply since they lose nothing.
-      memory_budget: bytes one colony call may use (estimated from shapes); batches are split to
-        fit, and ants are reduced (whole wavefronts) for a region that alone does not fit.
-      max_batch: most regions per device in one call.
-      exact_budget: seconds of exact search (per pass) run first on regions of at most
-        ``exact_max_size`` instructions; None: off. Regions proven optimal skip the colony;
-        the others get the proven bounds and the exact schedule as a start.
-      starts: the starting schedules the colony may start from (names of `CHOOSABLE_STARTS`);
-        e.g. ``("input",)`` makes the colony improve the input order alone.
-      devices: None: one device (the default one); ``"all"`` or N: every device, or the first
-        N, of each process, through `jaxsched.colony.sharding` (results are the same). In a
-        multi-process run (after `jax.distributed.initialize`) every device is the default,
-        and every process calls `schedule` with its own regions.
-      time_limit: seconds from the call's start after which no device call starts: every
-        region returns the best schedule found so far (verified like any other, never worse
-        than its input order); None: no limit. Checked between device calls, which last
-        about a second (`engine.CHUNK_SECONDS`), plus compilation; results then depend on
-        the machine's speed.
-    """
-
-    filters: bool = True
-    memory_budget: int = DEFAULT_MEMORY_BUDGET
-    max_batch: int = 256
-    exact_budget: float | None = None
-    exact_max_size: int = 32
-    starts: tuple[str, ...] = CHOOSABLE_STARTS
-    devices: int | str | None = None
-    time_limit: float | None = None
-
-    def __post_init__(self) -> None:
-        limit = self.time_limit
-        ok = limit is None or (
-            isinstance(limit, int | float) and not isinstance(limit, bool) and 0 < limit < 1e9
-        )
-        if not ok:
-            raise InputError(f"time_limit must be a number of seconds > 0, got {limit!r}")
 
 
 @dataclass
@@ -161,127 +103,14 @@ class Result:
         return cls(**kw)
 
 
-class Batch(NamedTuple):
-    """One colony call of `schedule`."""
-
-    indices: list[int]  # regions of the call (input positions; in a multi-process run, this
-    # process's, possibly none)
-    shape: PaddedShape  # the group's padded shape
-    config: ColonyConfig  # ants (and pheromone dtype) fitted to the memory budget
-    size: int  # regions this process feeds (>= len(indices); padded)
-    placement: sharding.Placement | None = None  # the devices of the call; None: the default
-
-
-def group_regions(
-    regions: Sequence[Region], machine: Machine, config: ColonyConfig, options: Options
-) -> dict[tuple[int, ColonyConfig], tuple[list[int], PaddedShape]]:
-    """Regions grouped by instruction bucket and by the config that fits each region alone in
-    the memory budget (so a region's ants never depend on the other regions of the call):
-    (bucket, config) -> (region indices, a padded shape they all fit)."""
-    groups: dict[tuple[int, ColonyConfig], list[int]] = {}
-    shapes: dict[int, PaddedShape] = {}
-    for i, r in enumerate(regions):
-        shapes[i] = canonical_shape(padded_shape(r, machine))
-        cfg = fit_ants(shapes[i], config, options.memory_budget)
-        groups.setdefault((shapes[i].n, cfg), []).append(i)
-    out = {}
-    for (n, cfg), idxs in groups.items():
-        if cfg != config:
-            warnings.warn(
-                f"regions of {n} instructions (padded) run with {cfg.ants} ants "
-                f"instead of {config.ants} and a {cfg.pheromone_dtype} pheromone table to fit "
-                f"the memory budget of {options.memory_budget >> 20} MiB",
-                stacklevel=4,
-            )
-        shape = shapes[idxs[0]]
-        for i in idxs[1:]:
-            shape = shape.join(shapes[i])
-        out[n, cfg] = (idxs, shape)
-    return out
-
-
-def plan_batches(
-    regions: Sequence[Region], machine: Machine, config: ColonyConfig, options: Options
-) -> list[Batch]:
-    """Batches of regions on the default device: `group_regions`, each group split into calls
-    of one batch size (`choose_batch`: few distinct batch shapes) that fit the memory budget."""
-    groups = group_regions(regions, machine, config, options)
-    return _split(groups, options)
-
-
-def _split(groups: dict, options: Options) -> list[Batch]:
-    plan = []
-    for (_, cfg), (idxs, shape) in sorted(
-        groups.items(), key=lambda group: (group[0][0], -group[0][1].ants)
-    ):
-        cap = batch_cap(shape, cfg, options.memory_budget, options.max_batch)
-        size = choose_batch(len(idxs), cap)
-        plan += [
-            Batch(indices=idxs[k : k + size], shape=shape, config=cfg, size=size)
-            for k in range(0, len(idxs), size)
-        ]
-    return plan
-
-
 def _plan(regions: list[Region], machine: Machine, config: ColonyConfig, options: Options):
-    """The batches of `schedule`: `plan_batches`, or with devices (or several processes) the
-    calls `sharding.plan_calls` agrees on with the other processes."""
-    groups = group_regions(regions, machine, config, options)
+    """The batches of `schedule`: `planning.plan_batches`, or with devices (or several
+    processes) the calls `sharding.plan_calls` agrees on with the other processes."""
+    groups = planning.group_regions(regions, machine, config, options)
     if options.devices is None and jax.process_count() == 1:
-        return _split(groups, options)
+        return planning.split_groups(groups, options)
     devices = sharding.select_devices("all" if options.devices is None else options.devices)
-    return [Batch(**call) for call in sharding.plan_calls(groups, options, devices)]
-
-
-# ------------------------------------------------------------------------------ options
-def _ants_config(ants: object, size: int) -> dict:
-    """Wavefront fields for ``ants`` ants (whole wavefronts of at most ``size`` ants)."""
-    if isinstance(ants, bool) or not isinstance(ants, int | np.integer) or ants < 1:
-        raise InputError(f"ants must be an integer >= 1, got {ants!r}")
-    size = min(size, int(ants))
-    if ants % size:
-        raise InputError(
-            f"ants ({ants}) must be a multiple of the wavefront size ({size}): "
-            f"e.g. {max(size, ants // size * size)} or {(ants // size + 1) * size}"
-        )
-    return {"wavefront_size": size, "wavefronts": int(ants) // size}
-
-
-def split_overrides(
-    overrides: dict,
-    config: ColonyConfig | None,
-    params: ColonyParams | None,
-    options: Options | None,
-) -> tuple[ColonyConfig, ColonyParams, Options]:
-    """Route keyword overrides to the config, the parameters or the options by field name
-    (``ants`` sets whole wavefronts; ``filters=False`` sets the filter parameters off;
-    ``effort=k`` applies `effort_settings` first, so explicit overrides win)."""
-    config = config or default_config()
-    params = params if params is not None else default_params()
-    options = options or Options()
-    cfg_fields = {f.name for f in dataclasses.fields(ColonyConfig)}
-    opt_fields = {f.name for f in dataclasses.fields(Options)}
-    extra = {"ants", "effort"}
-    unknown = set(overrides) - cfg_fields - opt_fields - set(ColonyParams._fields) - extra
-    if unknown:
-        known = sorted(cfg_fields | opt_fields | set(ColonyParams._fields) | extra)
-        raise InputError(f"unknown options {sorted(unknown)}; known: {', '.join(known)}")
-    if overrides.get("effort"):
-        config, effort_params = effort_settings(overrides["effort"], config)
-        overrides = {**effort_params, **overrides}
-    cfg_kw = {k: v for k, v in overrides.items() if k in cfg_fields}
-    if "ants" in overrides:
-        size = cfg_kw.get("wavefront_size", config.wavefront_size)
-        cfg_kw.update(_ants_config(overrides["ants"], size))
-    config = dataclasses.replace(config, **cfg_kw)
-    options = dataclasses.replace(
-        options, **{k: v for k, v in overrides.items() if k in opt_fields}
-    )
-    par_kw = {k: v for k, v in overrides.items() if k in ColonyParams._fields}
-    if not options.filters:
-        par_kw = {**NO_FILTERS, **par_kw}
-    params = params._replace(**{k: param_array(k, v) for k, v in par_kw.items()})
-    return config, params, options
+    return [planning.Batch(**call) for call in sharding.plan_calls(groups, options, devices)]
 
 
 # ------------------------------------------------------------------------------ schedule
@@ -378,7 +207,7 @@ def _calls(config: ColonyConfig, placement: sharding.Placement | None):
     return _LocalCalls(config) if placement is None else sharding.ShardedCalls(config, placement)
 
 
-class _Prepared(NamedTuple):
+class _PreparedCall(NamedTuple):
     """A batch ready to run: its problem on its devices, its executables compiled."""
 
     prob: ColonyProblem
@@ -386,7 +215,9 @@ class _Prepared(NamedTuple):
     host_s: float  # other seconds preparing it (padding, transfers)
 
 
-def _prepare(batch: Batch, regions, machine, params, key, options: Options, exact) -> _Prepared:
+def _prepare(
+    batch: planning.Batch, regions, machine, params, key, options: Options, exact
+) -> _PreparedCall:
     """Build a batch's problem (on the host; a process with no region of the call
     feeds a placeholder that is skipped), place it and compile its executables."""
     t0, c0 = time.perf_counter(), COMPILED.compile_seconds
@@ -404,7 +235,7 @@ def _prepare(batch: Batch, regions, machine, params, key, options: Options, exac
     prob = calls.prepare(prob)
     calls.compile(prob, params, key)
     compiled = COMPILED.compile_seconds - c0
-    return _Prepared(prob, compiled, time.perf_counter() - t0 - compiled)
+    return _PreparedCall(prob, compiled, time.perf_counter() - t0 - compiled)
 
 
 def solve_batch(
@@ -425,7 +256,8 @@ def solve_batch(
     waits there over 40 s). ``meanwhile()`` runs once on the host while the device runs the
     first chunk (`schedule` prepares the next batch there), or at once when no iteration runs.
 
-    With a ``placement`` (`jaxsched.colony.sharding`), ``prob`` is this process's part of the
+    With a ``placement`` (`jaxsched.colony.drivers.sharding`), ``prob`` is this process's part of
+    the
     batch (or that part already placed on the mesh), and the result is this process's part
     (every process calls it). Returns a host (NumPy) `Solution`."""
     calls = _calls(config, placement)
@@ -490,8 +322,9 @@ def schedule(
     t_start = time.perf_counter()
     regions = [regions] if isinstance(regions, Region) else list(regions)
     machine = machine or gfx906()
-    config, params, options = split_overrides(overrides, config, params, options)
-    params = check_params(params, len(machine.file_names))
+    config, params, options = resolve(
+        overrides, config=config, params=params, options=options, files=machine.num_files
+    )
     dispatch.check(config)
     for r in regions:
         r.check_machine(machine)
@@ -542,10 +375,10 @@ def _schedule_sharded(
 def _schedule_local(
     regions, machine, key, config, params, options, exact, progress, on_iteration, deadline
 ) -> list[Result]:
-    """`schedule` on the default device: `engine.drive` over the groups of `group_regions`
+    """`schedule` on the default device: `engine.drive` over the groups of `planning.group_regions`
     (decisions on the host, a pool of passes per group on the device)."""
-    groups = group_regions(regions, machine, config, options)
-    host = engine.Host(machine, params, config)
+    groups = planning.group_regions(regions, machine, config, options)
+    decisions = engine.Decisions(machine, params, config)
     results: list[Result | None] = [None] * len(regions)
     m_dev, p_dev = machine.arrays(), params
 
@@ -566,7 +399,9 @@ def _schedule_local(
         jobs = _jobs(regions, idxs, machine, shape, options, exact)
         cap = batch_cap(shape, cfg, options.memory_budget, options.max_batch)
         plan.append(engine.Group(config=cfg, cap=cap, jobs=jobs))
-    engine.drive(plan, host, run_of, on_done=on_done, on_iteration=on_iteration, deadline=deadline)
+    engine.drive(
+        plan, decisions, run_of, on_done=on_done, on_iteration=on_iteration, deadline=deadline
+    )
     return results  # type: ignore[return-value]
 
 
@@ -614,8 +449,9 @@ def warmup(
     from jaxsched.problem.generate import generate_region
 
     machine = machine or gfx906()
-    config, params, options = split_overrides(overrides, config, params, options)
-    params = check_params(params, len(machine.file_names))
+    config, params, options = resolve(
+        overrides, config=config, params=params, options=options, files=machine.num_files
+    )
     dispatch.check(config)
     bad = [b for b in buckets if b < 16 or b & (b - 1)]
     if bad:

@@ -7,7 +7,7 @@ settings in one call.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import jax
@@ -23,12 +23,19 @@ CONSTRUCTIONS = (*MODES, "native")
 PHEROMONE_DTYPES = ("float32", "float16")
 
 
+def platform_wavefronts() -> int:
+    """The default wavefront count for the default JAX backend: 4 (256 ants) on a CPU, 64
+    (4,096 ants) on a GPU or TPU."""
+    return 4 if jax.default_backend() == "cpu" else 64
+
+
 @dataclass(frozen=True)
 class ColonyConfig:
     """Static configuration (changing it recompiles).
 
     Attributes:
-      wavefronts: number of wavefronts (ant groups) per iteration.
+      wavefronts: number of wavefronts (ant groups) per iteration (default: 4 on a CPU, 64
+        on a GPU or TPU, `platform_wavefronts`).
       wavefront_size: ants per wavefront (64 on AMD GPUs). Ants = wavefronts x wavefront_size.
       max_iterations: hard cap on colony iterations per pass (also the history length).
       uniform_exploration_rp: pass 1 tosses the exploit/explore coin once per wavefront per step.
@@ -37,13 +44,14 @@ class ColonyConfig:
         op per operation per step), "pallas" (one fused Triton kernel per construction; CUDA
         GPUs), "interpret" (that kernel in the Pallas interpreter, any backend: tests),
         "native" (one C++ custom call per construction, built at first use with the system
-        compiler; CPU, `jaxsched.colony.native`), "auto" (pallas on a CUDA GPU when the shapes
+        compiler; CPU, `jaxsched.colony.construction.native`), "auto" (pallas on a CUDA GPU when
+        the shapes
         allow it; native on the CPU when it builds, else lax). Results are identical.
       pheromone_dtype: ``"float32"``, or ``"float16"`` to halve the pheromone table's memory
         ((N + 1)^2 entries per region; the host picks it when a large region does not fit).
     """
 
-    wavefronts: int = 16
+    wavefronts: int = field(default_factory=platform_wavefronts)
     wavefront_size: int = 64
     max_iterations: int = 50
     uniform_exploration_rp: bool = True
@@ -191,10 +199,6 @@ PER_FILE_WEIGHTS = ("weight_kill", "weight_born")
 #: Heuristic weights that are one scalar per pass by name (no pass axis).
 SCALAR_WEIGHTS = ("weight_last_use", "weight_last_use_rp")
 
-#: Filter values that turn the filters off (``schedule(..., filters=False)``): the cycle
-#: threshold, the revert filter and the headroom rule.
-NO_FILTERS = dict(cycle_threshold=-1.0, occ_gain=0.0, rp_headroom=0.0)
-
 
 def default_params(**overrides) -> ColonyParams:
     """The defaults (`DEFAULTS`); keyword overrides by field name (numbers, or nested lists for
@@ -265,21 +269,3 @@ def no_improvement_limit(num_instrs: jax.Array, scale: jax.Array = 1.0, *, xp=jn
     num_instrs = xp.asarray(num_instrs)
     base = xp.where(num_instrs < 50, 1, xp.where(num_instrs < 100, 2, 3)).astype(xp.float32)
     return xp.maximum(xp.round(base * xp.asarray(scale, xp.float32)), 1).astype(xp.int32)
-
-
-#: Effort levels (`effort_settings`): ants x4, patience x2, iteration cap x2 per level.
-MAX_EFFORT = 3
-
-
-def effort_settings(effort: int, config: ColonyConfig) -> tuple[ColonyConfig, dict]:
-    """(config, parameter overrides) of an effort level: 0 is the default; each level runs 4x
-    the ants (whole wavefronts), twice the patience and twice the iteration cap. More effort
-    finds better schedules where the bounds are not met, at a proportional cost."""
-    if isinstance(effort, bool) or not isinstance(effort, int) or not 0 <= effort <= MAX_EFFORT:
-        raise InputError(f"effort must be an integer in 0..{MAX_EFFORT}, got {effort!r}")
-    cfg = replace(
-        config,
-        wavefronts=config.wavefronts * 4**effort,
-        max_iterations=config.max_iterations * 2**effort,
-    )
-    return cfg, {"patience_scale": float(2**effort)}

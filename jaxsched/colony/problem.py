@@ -17,8 +17,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxsched.colony.construction.prepared import Prepared
 from jaxsched.colony.derive import LATENCY_PRIORITY, Derived, derive_host
-from jaxsched.colony.prepared import Prepared
 from jaxsched.errors import InputError
 from jaxsched.machines.model import Machine, MachineArrays
 from jaxsched.problem.fingerprint import fingerprint

@@ -21,7 +21,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from jaxsched.colony.memory import DEFAULT_MEMORY_BUDGET
 from jaxsched.colony.params import (
     ColonyConfig,
     ColonyParams,
@@ -31,6 +30,10 @@ from jaxsched.colony.params import (
 )
 from jaxsched.colony.problem import CHOOSABLE_STARTS
 from jaxsched.errors import InputError
+
+#: Default device-memory budget of one colony call on one device (bytes); larger batches are
+#: split.
+DEFAULT_MEMORY_BUDGET = 2 << 30
 
 #: Filter values that turn the filters off (``schedule(..., filters=False)``): the cycle
 #: threshold, the revert filter and the headroom rule.
@@ -60,7 +63,7 @@ class Options:
       starts: the starting schedules the colony may start from (names of `CHOOSABLE_STARTS`,
         default all); e.g. ``("input",)`` makes the colony improve the input order alone.
       devices: None (default): the default device; ``"all"`` or N: every device, or the first
-        N, of each process, through `jaxsched.colony.sharding` (results are the same). In a
+        N, of each process, through `jaxsched.colony.drivers.sharding` (results are the same). In a
         multi-process run (after `jax.distributed.initialize`) every device is the default,
         and every process calls `schedule` with its own regions.
       time_limit: seconds from the call's start after which no device call starts: every

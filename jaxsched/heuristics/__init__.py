@@ -1,5 +1,6 @@
-"""Heuristics and bounds: list scheduling priorities, length and RP lower bounds (JAX, and
-their NumPy twins on padded regions: ``*_host``)."""
+"""Heuristics and bounds: list scheduling priorities, length and RP lower bounds (JAX, and on
+the host for padded NumPy regions: ``*_host``, written once over an array namespace where a
+fixed-shape loop does not rule it out; `list_scheduler` and `bounds` say where and why not)."""
 
 from jaxsched.heuristics.bounds import length_lower_bound, rp_lower_bound
 from jaxsched.heuristics.list_scheduler import (

@@ -1,5 +1,12 @@
 """Lower bounds on schedule length and register pressure (host and JAX versions agree).
 
+The padded forms are written once over an array namespace where the computation allows it:
+the RP bound (`rp_peak_lower_bound_host`, `rp_peak_lower_bound_jax`) and the length bound's
+anchor formula (`_anchor_bounds`, also `length_lower_bound`'s). The heads are not: the host
+takes the instructions in a topological order (a work list, `_padded_head_times`), a
+fixed-shape `lax` loop relaxes every edge until nothing changes (`head_times_jax`);
+tests/test_bounds.py and tests/test_derive.py compare the two.
+
 **Length** (latency mode; every schedule has ``length = max cycle + 1``). With ``head[i]`` the
 longest latency-weighted path from any source to ``i`` (its earliest possible cycle) and
 ``tail[i]`` the longest path from ``i`` to any sink (`Region.critical_path`), every set ``S`` of
@@ -30,7 +37,7 @@ RP cost of these peaks (occupancy is non-increasing in RP).
 from __future__ import annotations
 
 import math
-from functools import partial
+from types import ModuleType
 from typing import NamedTuple
 
 import jax
@@ -38,13 +45,15 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxsched.heuristics.list_scheduler import HeuristicError
+from jaxsched.heuristics.list_scheduler import check_issue_width
+from jaxsched.heuristics.tables import Array, append_row, scatter_set
 from jaxsched.machines.model import Machine
 from jaxsched.problem.padded import DeviceRegion
 from jaxsched.problem.region import Region
 
 __all__ = [
     "head_times",
+    "head_times_jax",
     "length_lower_bound",
     "length_lower_bound_at",
     "length_lower_bound_host",
@@ -73,20 +82,31 @@ def simple_length_lower_bound(region: Region, machine: Machine) -> int:
     return max(region.critical_path_length() + 1, math.ceil(n / machine.issue_width))
 
 
+def _anchor_bounds(
+    anchors: Array, tail: Array, head: Array, valid: Array, issue_width: Array, xp: ModuleType
+) -> Array:
+    """int[A]: the length bound of each anchor ``a`` (int[A]): ``a + max_k (q_(k) +
+    ceil(c_a(k) / issue_width))`` (see the module docstring) over the instructions sorted by
+    tail, longest first (``tail`` q, ``head`` and ``valid`` bool, each [M], in that order):
+    ``c_a(k)`` counts the valid ones among the first k + 1 whose head is at least ``a`` (none:
+    no term). Written once over ``xp`` for `length_lower_bound` and its padded forms."""
+    count = xp.cumsum(valid[None, :] & (head[None, :] >= anchors[:, None]), axis=1, dtype=xp.int32)
+    val = xp.where(count >= 1, tail[None, :] + (count + issue_width - 1) // issue_width, 0)
+    return anchors + val.max(axis=1)
+
+
 def _pair_bound(head: np.ndarray, tail: np.ndarray, iw: int, chunk_cells: int = 1 << 22) -> int:
-    """max over anchors a in head of a + max_k (q_(k) + ceil(c_a(k) / iw)) (see module doc)."""
+    """max over anchors a in head of a + max_k (q_(k) + ceil(c_a(k) / iw)) (see module doc;
+    `_anchor_bounds`, ``chunk_cells // n`` anchors at a time)."""
     n = len(head)
     by_tail = np.argsort(-tail, kind="stable")
-    q = tail[by_tail]
-    r = head[by_tail]
+    q, r, valid = tail[by_tail], head[by_tail], np.ones(n, bool)
     anchors = np.unique(head)
     step = max(1, chunk_cells // max(n, 1))
     best = 0
     for s in range(0, len(anchors), step):
         a = anchors[s : s + step]
-        count = np.cumsum(r[None, :] >= a[:, None], axis=1)
-        val = np.where(count >= 1, q[None, :] + -(-count // iw), 0)
-        best = max(best, int((a + val.max(axis=1)).max()))
+        best = max(best, int(_anchor_bounds(a, q, r, valid, iw, np).max()))
     return best
 
 
@@ -233,8 +253,7 @@ def _padded_head_times(dev: DeviceRegion) -> np.ndarray:
 def length_lower_bound_host(dev: DeviceRegion, issue_width: int = 1) -> np.int32:
     """int32: `length_lower_bound_jax` of one padded region on the host (NumPy ``dev``, no
     batch axis), equal to it (and to `length_lower_bound` of the region)."""
-    if isinstance(issue_width, bool) or not isinstance(issue_width, int) or issue_width < 1:
-        raise HeuristicError(f"issue_width {issue_width!r} must be an integer >= 1")
+    issue_width = check_issue_width(issue_width)
     n = int(dev.n)
     tail = np.asarray(dev.cp[:n], np.int64)
     simple = max(int(tail.max(initial=0)) + 1, -(-n // issue_width))
@@ -242,7 +261,7 @@ def length_lower_bound_host(dev: DeviceRegion, issue_width: int = 1) -> np.int32
 
 
 # ------------------------------------------------------------------------------ length, JAX
-def _head_times_jax(dev: DeviceRegion) -> jax.Array:
+def head_times_jax(dev: DeviceRegion) -> jax.Array:
     """int32[N]: heads by relaxation to a fixed point (at most N rounds); padding 0."""
     N = dev.valid.shape[0]
     pred = jnp.asarray(dev.pred)
@@ -267,28 +286,26 @@ def _head_times_jax(dev: DeviceRegion) -> jax.Array:
 
 
 def length_lower_bound_jax(
-    dev: DeviceRegion, issue_width: int = 1, *, anchor_batch: int = 64
+    dev: DeviceRegion, issue_width: int | jax.Array = 1, *, anchor_batch: int = 64
 ) -> jax.Array:
     """int32[]: `length_lower_bound` of one padded region (traceable; vmap over a batch).
 
     Args:
       dev: one `DeviceRegion`.
-      issue_width: static; instructions per cycle.
+      issue_width: instructions per cycle: an int (checked), or a traced int32[].
       anchor_batch: static; anchors evaluated together (memory ``anchor_batch * N``).
     """
-    if isinstance(issue_width, bool) or not isinstance(issue_width, int) or issue_width < 1:
-        raise HeuristicError(f"issue_width {issue_width!r} must be an integer >= 1")
+    if not isinstance(issue_width, jax.Array):
+        issue_width = check_issue_width(issue_width)
     N = dev.valid.shape[0]
     valid = jnp.asarray(dev.valid)
-    head = _head_times_jax(dev)
+    head = head_times_jax(dev)
     tail = jnp.asarray(dev.cp, jnp.int32)
     by_tail = jnp.argsort(jnp.where(valid, -tail, 1), stable=True)
     q, r, v = tail[by_tail], head[by_tail], valid[by_tail]
 
     def anchor(a: jax.Array) -> jax.Array:
-        count = jnp.cumsum(v & (r >= a), dtype=jnp.int32)
-        val = jnp.where(count >= 1, q + (count + issue_width - 1) // issue_width, 0)
-        return a + jnp.max(val)
+        return _anchor_bounds(a[None], q, r, v, issue_width, jnp)[0]
 
     anchors = jnp.where(valid, head, 0)
     per = lax.map(anchor, anchors, batch_size=min(anchor_batch, N))
@@ -340,98 +357,98 @@ def rp_lower_bound(region: Region, machine: Machine) -> tuple[dict[str, int], in
 
 
 # ------------------------------------------------------------------------------ RP, padded
-def _file_widths(width, file, files, regs, mask) -> np.ndarray:
-    """int32[..., F]: widths (``width``/``file`` int32[R + 1]) of registers ``regs``
-    (int[..., K], sentinel R: width 0) where ``mask``, by file, summed over the K axis."""
-    w = np.where(mask & (regs < width.shape[0] - 1), width[regs], 0)
-    onehot = file[regs][..., None] == files
-    return np.sum(np.where(onehot, w[..., None], 0), axis=-2, dtype=np.int32)
+class _RpTables(NamedTuple):
+    """A padded region's tables for the RP bound, registers with the sentinel's dummy row (R
+    registers, N instructions, F files)."""
+
+    width: Array  # int32[R + 1]: dummy 0
+    file: Array  # int32[R + 1]: file index
+    live_in: Array  # bool[R + 1]: dummy False
+    live_out: Array  # bool[R + 1]: dummy False
+    always: Array  # bool[R + 1]: live all along (live-in and (live-out or never used))
+    uses: Array  # int32[N + 1, U]: sentinel R (row N: all R)
+    defs: Array  # int32[N + 1, V]: sentinel R (row N: all R)
+    pred: Array  # int32[N, P]: sentinel N
+    succ: Array  # int32[N, D]: sentinel N
+    valid: Array  # bool[N]
+    files: Array  # int32[F]: 0, 1, ..., F - 1
+
+
+def _rp_tables(dev: DeviceRegion, xp: ModuleType) -> _RpTables:
+    """The `_RpTables` of one padded region."""
+    R = dev.reg_width.shape[0]
+    live_in = append_row(dev.reg_live_in, False, xp)
+    live_out = append_row(dev.reg_live_out, False, xp)
+    num_uses = append_row(dev.reg_num_uses, 0, xp)
+    return _RpTables(
+        width=append_row(xp.asarray(dev.reg_width, xp.int32), 0, xp),
+        file=append_row(xp.asarray(dev.reg_file, xp.int32), 0, xp),
+        live_in=live_in,
+        live_out=live_out,
+        always=live_in & (live_out | (num_uses == 0)),
+        uses=append_row(xp.asarray(dev.uses, xp.int32), R, xp),
+        defs=append_row(xp.asarray(dev.defs, xp.int32), R, xp),
+        pred=xp.asarray(dev.pred),
+        succ=xp.asarray(dev.succ),
+        valid=xp.asarray(dev.valid),
+        files=xp.arange(dev.live_through.shape[0], dtype=xp.int32),
+    )
+
+
+def _file_widths(t: _RpTables, regs: Array, mask: Array, xp: ModuleType) -> Array:
+    """int32[..., F]: the widths of registers ``regs`` (int[..., K], sentinel R: width 0)
+    where ``mask`` (bool[..., K]), by file, summed over the K axis."""
+    w = xp.where(mask & (regs < t.width.shape[0] - 1), t.width[regs], 0)
+    onehot = t.file[regs][..., None] == t.files
+    return xp.sum(xp.where(onehot, w[..., None], 0), axis=-2, dtype=xp.int32)
+
+
+def _row_peaks(t: _RpTables, rows: Array, always_w: Array, xp: ModuleType) -> Array:
+    """int32[F]: the largest certain peak just before or just after one of the instructions
+    ``rows`` (int[k]; the module docstring's points; 0 for padding rows)."""
+    R = t.width.shape[0] - 1
+    u, d = t.uses[rows], t.defs[rows]  # [k, U], [k, V]
+    pdefs = t.defs[t.pred[rows]]  # [k, P, V] (sentinel rows hold R)
+    suses = t.uses[t.succ[rows]]  # [k, D, U]
+    in_pred = (u[:, :, None, None] == pdefs[:, None]).any(axis=(2, 3))
+    in_succ = (u[:, :, None, None] == suses[:, None]).any(axis=(2, 3))
+    in_defs = (u[:, :, None] == d[:, None, :]).any(axis=2)
+    before = (u < R) & ~t.always[u] & (t.live_in[u] | in_pred)
+    stays = before & (t.live_out[u] | in_succ) & ~in_defs
+    b = always_w + _file_widths(t, u, before, xp)
+    a = always_w + _file_widths(t, d, ~t.always[d], xp) + _file_widths(t, u, stays, xp)
+    return xp.where(t.valid[rows, None], xp.maximum(a, b), 0).max(axis=0)
+
+
+def _padded_rp_peaks(dev: DeviceRegion, rows: int, rows_per_chunk: int, xp: ModuleType) -> Array:
+    """int32[F]: `rp_lower_bound`'s per-file peaks of one padded region, written once over
+    ``xp``: the start, the end, and the instructions ``0 .. rows - 1`` (at least the real
+    ones) ``rows_per_chunk`` at a time."""
+    N, R = dev.valid.shape[0], dev.reg_width.shape[0]
+    t = _rp_tables(dev, xp)
+    defined = scatter_set(xp.zeros(R + 1, bool), t.defs[:N], True, xp)
+    defined = scatter_set(defined, R, False, xp)
+    ids = xp.arange(R, dtype=xp.int32)
+    start = _file_widths(t, ids, t.live_in[:R], xp)
+    end = _file_widths(t, ids, (t.always | (t.live_out & (t.live_in | defined)))[:R], xp)
+    always_w = _file_widths(t, ids, t.always[:R], xp)
+    inner = xp.zeros(t.files.shape[0], xp.int32)
+    for lo in range(0, rows, rows_per_chunk):
+        chunk = xp.arange(lo, min(lo + rows_per_chunk, N), dtype=xp.int32)
+        inner = xp.maximum(inner, _row_peaks(t, chunk, always_w, xp))
+    peak = xp.maximum(xp.maximum(start, end), inner)
+    return (xp.asarray(dev.live_through, xp.int32) + peak).astype(xp.int32)
 
 
 def rp_peak_lower_bound_host(dev: DeviceRegion, rows_per_chunk: int = 256) -> np.ndarray:
     """int32[F]: `rp_peak_lower_bound_jax` of one padded region on the host (NumPy ``dev``,
-    no batch axis), equal to it; instructions are compared with their neighbours'
-    registers ``rows_per_chunk`` at a time."""
-    N, R = dev.valid.shape[0], dev.reg_width.shape[0]
-    files = np.arange(dev.live_through.shape[0], dtype=np.int32)
-    width = np.append(np.asarray(dev.reg_width, np.int32), np.int32(0))  # [R + 1]
-    file = np.append(np.asarray(dev.reg_file, np.int32), np.int32(0))
-    live_in = np.append(np.asarray(dev.reg_live_in), False)
-    live_out = np.append(np.asarray(dev.reg_live_out), False)
-    uses = np.concatenate([dev.uses, np.full((1, dev.uses.shape[1]), R, np.int32)])
-    defs = np.concatenate([dev.defs, np.full((1, dev.defs.shape[1]), R, np.int32)])
-    num_uses = np.append(np.asarray(dev.reg_num_uses), 0)
-    defined = np.zeros(R + 1, bool)
-    defined[defs[:N]] = True
-    defined[R] = False
-    always = live_in & (live_out | (num_uses == 0))
-    ids = np.arange(R)
-    total = partial(_file_widths, width, file, files)
-    start = total(ids, live_in[:R])
-    end = total(ids, (always | (live_out & (live_in | defined)))[:R])
-    always_w = total(ids, always[:R])
-    inner = np.zeros(files.shape[0], np.int32)
-    for lo in range(0, int(dev.n), rows_per_chunk):
-        rows = np.arange(lo, min(lo + rows_per_chunk, N))
-        u, d = uses[rows], defs[rows]  # [k, U], [k, V]
-        pdefs = defs[dev.pred[rows]]  # [k, P, V]
-        suses = uses[dev.succ[rows]]  # [k, D, U]
-        in_pred = (u[:, :, None, None] == pdefs[:, None]).any(axis=(2, 3))
-        in_succ = (u[:, :, None, None] == suses[:, None]).any(axis=(2, 3))
-        in_defs = (u[:, :, None] == d[:, None, :]).any(axis=2)
-        before = (u < R) & ~always[u] & (live_in[u] | in_pred)
-        stays = before & (live_out[u] | in_succ) & ~in_defs
-        b = always_w + total(u, before)
-        a = always_w + total(d, ~always[d]) + total(u, stays)
-        per = np.where(np.asarray(dev.valid)[rows, None], np.maximum(a, b), 0)
-        inner = np.maximum(inner, per.max(axis=0))
-    peak = np.maximum(np.maximum(start, end), inner)
-    return (np.asarray(dev.live_through, np.int32) + peak).astype(np.int32)
+    no batch axis), equal to it: the same function on NumPy, over the real instructions only,
+    ``rows_per_chunk`` at a time (a chunk compares its instructions with their neighbours')."""
+    return _padded_rp_peaks(dev, int(dev.n), rows_per_chunk, np)
 
 
-# ------------------------------------------------------------------------------ RP, JAX
 def rp_peak_lower_bound_jax(dev: DeviceRegion) -> jax.Array:
-    """int32[F]: `rp_lower_bound`'s per-file peaks of one padded region (traceable)."""
+    """int32[F]: `rp_lower_bound`'s per-file peaks of one padded region (traceable; vmap over
+    a batch): every instruction slot at once, padding included (its rows count 0)."""
     N = dev.valid.shape[0]
-    R = dev.reg_width.shape[0]
-    F = dev.live_through.shape[0]
-    ids = jnp.arange(R, dtype=jnp.int32)
-    width = jnp.append(jnp.asarray(dev.reg_width, jnp.int32), 0)  # [R + 1]
-    file = jnp.append(jnp.asarray(dev.reg_file, jnp.int32), 0)
-    live_in = jnp.append(jnp.asarray(dev.reg_live_in), False)
-    live_out = jnp.append(jnp.asarray(dev.reg_live_out), False)
-    uses = jnp.concatenate([jnp.asarray(dev.uses), jnp.full((1, dev.uses.shape[1]), R)])
-    defs = jnp.concatenate([jnp.asarray(dev.defs), jnp.full((1, dev.defs.shape[1]), R)])
-
-    def total(regs: jax.Array, mask: jax.Array) -> jax.Array:
-        w = jnp.where(mask & (regs < R), width[regs], 0)
-        onehot = file[regs][..., None] == jnp.arange(F, dtype=jnp.int32)
-        return jnp.sum(jnp.where(onehot, w[..., None], 0), axis=tuple(range(regs.ndim)))
-
-    num_uses = jnp.append(jnp.asarray(dev.reg_num_uses), 0)
-    defined = jnp.zeros(R + 1, bool).at[defs[:N]].set(True).at[R].set(False)
-    always = live_in & (live_out | (num_uses == 0))
-    start = total(ids, live_in[:R])
-    end = total(ids, (always | (live_out & (live_in | defined)))[:R])
-    always_w = total(ids, always[:R])
-
-    pred, succ = jnp.asarray(dev.pred), jnp.asarray(dev.succ)
-
-    def at(j: jax.Array) -> jax.Array:
-        u, d = uses[j], defs[j]
-        pdefs = defs[pred[j]]  # [P, V] (sentinel rows hold R)
-        suses = uses[succ[j]]  # [D, U]
-        real = u < R
-        in_pred = jnp.any(u[:, None, None] == pdefs[None], axis=(1, 2))
-        in_succ = jnp.any(u[:, None, None] == suses[None], axis=(1, 2))
-        in_defs = jnp.any(u[:, None] == d[None, :], axis=1)
-        before = real & ~always[u] & (live_in[u] | in_pred)
-        stays = before & (live_out[u] | in_succ) & ~in_defs
-        b = always_w + total(u, before)
-        a = always_w + total(d, ~always[d]) + total(u, stays)
-        return jnp.maximum(a, b)
-
-    per = jax.vmap(at)(jnp.arange(N, dtype=jnp.int32))
-    inner = jnp.max(jnp.where(jnp.asarray(dev.valid)[:, None], per, 0), axis=0)
-    peak = jnp.maximum(jnp.maximum(start, end), inner)
-    return (jnp.asarray(dev.live_through, jnp.int32) + peak).astype(jnp.int32)
+    return _padded_rp_peaks(dev, N, N, jnp)

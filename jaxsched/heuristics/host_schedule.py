@@ -9,6 +9,14 @@ choice (ties to the lowest id), the same register-pressure model and RP-limit fi
 state is plain Python lists (a step touches a few registers and candidates: far cheaper than
 NumPy calls on tiny arrays), so regions of thousands of instructions take a fraction of a
 second.
+
+What is not a step loop comes from `list_scheduler`, written once over an array namespace:
+the clock (`advance_clock`, `in_order_issue`, here on `PyScalars`), the priority codes
+(`as_codes`), `target_schedule`'s variants and choice (`target_variants`, `best_variant`) and
+the result (`finish`). The step loops are this module's own, for the reason
+`list_scheduler`'s docstring gives (a fixed-shape `lax` loop over all N instructions there,
+ragged Python lists of the candidates here); tests/test_heuristics.py and
+tests/test_derive.py test that both give the same schedules.
 """
 
 from __future__ import annotations
@@ -21,13 +29,18 @@ import numpy as np
 
 from jaxsched.heuristics.list_scheduler import (
     DEFAULT_PRIORITY,
-    DEFAULT_TARGET,
     PRIORITIES,
     ListSchedule,
+    PyScalars,
+    advance_clock,
+    as_codes,
+    best_variant,
     check_issue_width,
-    priority_codes,
+    finish,
+    in_order_issue,
+    target_variants,
 )
-from jaxsched.machines.model import occupancy_jax
+from jaxsched.heuristics.tables import BIG
 from jaxsched.problem.padded import DeviceRegion
 
 __all__ = [
@@ -35,12 +48,10 @@ __all__ = [
     "host_region",
     "list_schedule_host",
     "order_peak_rp_host",
-    "positions_host",
     "stall_schedule_host",
     "target_schedule_host",
 ]
 
-_BIG = 2**30
 _CP, _LUC, _SUCC, _NID = (PRIORITIES.index(k) for k in ("cp", "luc", "succ", "nid"))
 
 
@@ -280,15 +291,6 @@ def _issue(t: HostRegion, s: _State, k: int, j: int, now: int) -> None:
     s.order[k], s.cycles[j] = j, now
 
 
-def _advance_clock(cycle: int, used: int, earliest: list[int], iw: int) -> tuple[int, int]:
-    """(cycle, instructions already issued in it) of this step's issue, given the candidates'
-    earliest cycles: the next cycle once ``iw`` issued, then a stall to the earliest one."""
-    if used >= iw:
-        cycle, used = cycle + 1, 0
-    now = max(cycle, min(earliest, default=_BIG))
-    return now, 0 if now > cycle else used
-
-
 def list_schedule_host(
     dev: DeviceRegion | HostRegion,
     lut: np.ndarray,
@@ -314,7 +316,8 @@ def list_schedule_host(
       A `ListSchedule` of NumPy values: order int32[N], cycles int32[N], length, peak
       int32[F], occupancy and rp_cost (int32 scalars).
     """
-    codes, iw, t = _codes(priority), check_issue_width(issue_width), host_region(dev)
+    codes = as_codes(priority, np).tolist()
+    iw, t = check_issue_width(issue_width), host_region(dev)
     keys = _Keys(
         cp=t.cp if latencies else t.cp_unit,
         succ=t.num_succs,
@@ -327,7 +330,8 @@ def list_schedule_host(
         if limit is not None:
             cand = _within_limit(t, s, cand, limit, bool(defer_sinks))
         if latencies:
-            cycle, used = _advance_clock(cycle, used, [s.earliest[i] for i in cand], iw)
+            first_ready = min((s.earliest[i] for i in cand), default=BIG)
+            cycle, used = advance_clock(cycle, used, first_ready, iw, PyScalars)
             cand = [i for i in cand if s.earliest[i] <= cycle]
         j = _select(t, s, keys, codes, cand)
         if j < t.N:
@@ -335,40 +339,7 @@ def list_schedule_host(
         used += 1
     cycles = np.where(t.valid, np.asarray(s.cycles, np.int32), 0).astype(np.int32)
     length = cycles.max() + 1 if latencies else t.n
-    return _finish(s.order, cycles, length, s.regs.peak, lut, target)
-
-
-def _codes(priority) -> list[int]:
-    """Priority codes (Python ints) from names or an int array of codes."""
-    if isinstance(priority, str) or (
-        isinstance(priority, Sequence) and all(isinstance(x, str) for x in priority)
-    ):
-        return [int(c) for c in priority_codes(priority)]
-    return [int(c) for c in np.asarray(priority).reshape(-1)]
-
-
-def _finish(order, cycles, length, peak, lut, target) -> ListSchedule:
-    """A `ListSchedule` of NumPy int32 values (occupancy and RP cost as the JAX one has them)."""
-    lut = np.asarray(lut)
-    peak = np.asarray(peak, np.int32)
-    occ = np.int32(occupancy_jax(peak, lut, xp=np))
-    tgt = np.min(lut[:, 0]) if target is None else np.int32(target)
-    return ListSchedule(
-        order=np.asarray(order, np.int32),
-        cycles=np.asarray(cycles, np.int32),
-        length=np.int32(length),
-        peak=peak,
-        occupancy=occ,
-        rp_cost=np.int32(max(0, int(tgt) - int(occ))),
-    )
-
-
-def positions_host(order: np.ndarray) -> np.ndarray:
-    """int32[N]: the position of each instruction in ``order`` (int[N], padding N last)."""
-    N = order.shape[0]
-    pos = np.zeros(N + 1, np.int32)
-    pos[np.asarray(order)] = np.arange(N, dtype=np.int32)
-    return pos[:N]
+    return finish(s.order, cycles, length, s.regs.peak, lut, target, np)
 
 
 def target_schedule_host(
@@ -379,22 +350,21 @@ def target_schedule_host(
     feasible: np.ndarray,
     issue_width: int = 1,
 ) -> ListSchedule:
-    """`list_scheduler.target_schedule` on the host, bit for bit: the best (lowest RP cost,
-    then shortest, then first) of the critical-path schedule, ``feasible``'s order first
-    (int[N]), and the critical-path schedule with RP-raising sinks deferred, all under
-    ``rp_limit`` (int32[F])."""
+    """`list_scheduler.target_schedule` on the host, bit for bit: the best (`best_variant`:
+    lowest RP cost, then shortest, then first) of its three list schedules
+    (`target_variants`: the critical-path schedule, ``feasible``'s order first (int[N]), and
+    the critical-path schedule with RP-raising sinks deferred), all under ``rp_limit``
+    (int32[F])."""
     dev = host_region(dev)
-    variants = (
-        (DEFAULT_TARGET, None, False),
-        (("nid",), positions_host(np.asarray(feasible)), False),
-        (DEFAULT_TARGET, None, True),
-    )
+    codes, ranks, defer = target_variants(np.asarray(feasible), np)
     kw = dict(latencies=True, issue_width=issue_width, target=target, rp_limit=rp_limit)
     every = [
-        list_schedule_host(dev, lut, priority=p, rank=rank, defer_sinks=defer, **kw)
-        for p, rank, defer in variants
+        list_schedule_host(dev, lut, priority=c, rank=r, defer_sinks=bool(d), **kw)
+        for c, r, d in zip(codes, ranks, defer, strict=True)
     ]
-    return min(every, key=lambda x: (int(x.rp_cost), int(x.length)))
+    rp_cost = np.array([x.rp_cost for x in every])
+    best = best_variant(rp_cost, np.array([x.length for x in every]), np)
+    return every[int(best)]
 
 
 # ------------------------------------------------------------------------------ given orders
@@ -414,9 +384,8 @@ def stall_schedule_host(
         ready = max(
             (cycles[p] + w for p, w in zip(t.pred[j], t.pred_lat[j], strict=True)), default=0
         )
-        c = max(cycle + 1 if used >= iw else cycle, ready)
-        used = used + 1 if c == cycle else 1
-        cycles[j] = cycle = c
+        cycle, used = in_order_issue(cycle, used, ready, iw, PyScalars)
+        cycles[j] = cycle
     out = np.where(t.valid, np.asarray(cycles, np.int32), 0).astype(np.int32)
     return out, np.int32(out.max() + 1)
 

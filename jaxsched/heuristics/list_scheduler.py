@@ -22,13 +22,33 @@ Register pressure follows the liveness model of `jaxsched.problem.region` exactl
 defs, last use kills unless live-out, dead defs occupy their register only at their own
 instruction, constant live-through). Sentinels (instruction ``N``, register ``R``) index one
 extra dummy slot in every state array, so padding updates are harmless writes.
+
+**Host and device.** `jaxsched.heuristics.host_schedule` runs this scheduler on the host
+(NumPy padded regions, nothing to compile: `jaxsched.colony.derive`,
+`jaxsched.colony.drivers.engine`),
+bit for bit. What is not a step loop is written once, here, over an array namespace ``xp``
+(`jax.numpy`, `numpy`, or `PyScalars` for the host loops' Python ints) and called by both:
+the clock (`advance_clock`; `in_order_issue`, also `issue_cycles`'s), the priority codes
+(`as_codes`), `target_schedule`'s three schedules and its choice (`target_variants`,
+`best_variant`), `positions`, the result (`finish`), and the sentinel rows
+(`jaxsched.heuristics.tables`). The step loops themselves (the candidates, the keys and the
+choice, the RP-limit filter, the register update, issuing) are written twice, for a reason:
+here a `lax.fori_loop` of fixed-shape steps evaluates every instruction at every step (N-wide
+vectors and scatters, what a jitted, vmapped loop needs), while the host loop keeps Python
+lists of the candidates and touches only the registers an issue changes, with each
+instruction's effects cached until one of its registers changes. NumPy in the fixed-shape
+form would cost tens of NumPy calls on N-wide arrays per step (O(N^2) per schedule, against a
+few candidates per step), and `lax` has no ragged lists. Their equality is tested: every
+region, priority, mode and issue width of tests/test_heuristics.py (`assert_host_equals`, the
+stall schedule and the order's RP on random orders), and the colony's starts in
+tests/test_derive.py (real and generated regions, three machines, tight RP limits).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import partial
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -36,6 +56,7 @@ import numpy as np
 from jax import lax
 
 from jaxsched.errors import InputError
+from jaxsched.heuristics.tables import BIG, Array, append_row, scatter_set
 from jaxsched.machines.model import Machine, occupancy_jax
 from jaxsched.problem.padded import DeviceRegion, PaddedShape, padded_shape, stack
 from jaxsched.problem.region import Region
@@ -46,16 +67,24 @@ __all__ = [
     "HeuristicError",
     "HostSchedule",
     "ListSchedule",
+    "PyScalars",
+    "advance_clock",
+    "as_codes",
+    "best_variant",
+    "finish",
     "heuristic_schedule",
+    "in_order_issue",
     "issue_cycles",
     "list_schedule",
     "list_schedule_batch",
     "list_schedule_jit",
     "normalize_priority",
     "order_peak_rp",
+    "positions",
     "priority_codes",
     "stall_schedule",
     "target_schedule",
+    "target_variants",
 ]
 
 #: Priority names understood by `list_schedule`.
@@ -64,8 +93,8 @@ PRIORITIES = ("cp", "luc", "succ", "nid")
 DEFAULT_PRIORITY = ("luc", "cp", "nid")
 #: The latency-first priority of `target_schedule`'s critical-path candidates.
 DEFAULT_TARGET = ("cp", "luc", "nid")
-
-_BIG = 2**30
+#: An array namespace: `numpy`, `jax.numpy`, or `PyScalars` (Python scalars).
+Namespace = Any
 
 
 class HeuristicError(InputError):
@@ -122,26 +151,119 @@ def priority_codes(priority: str | Sequence[str]) -> np.ndarray:
     return np.array([PRIORITIES.index(x) for x in names], np.int32)
 
 
-def _as_codes(priority) -> jax.Array:
-    """Codes from names, or an int array of codes validated by shape and dtype."""
+def as_codes(priority: str | Sequence[str] | Array, xp: Namespace = jnp) -> Array:
+    """int32[P]: codes from names (`priority_codes`), or an int array of codes validated by
+    shape and dtype (traced codes too, with ``xp = jax.numpy``)."""
     if isinstance(priority, str) or (
         isinstance(priority, Sequence) and all(isinstance(x, str) for x in priority)
     ):
-        return jnp.asarray(priority_codes(priority))
-    codes = jnp.asarray(priority)
-    if codes.ndim != 1 or codes.shape[0] < 1 or not jnp.issubdtype(codes.dtype, jnp.integer):
+        return xp.asarray(priority_codes(priority))
+    codes = xp.asarray(priority)
+    if codes.ndim != 1 or codes.shape[0] < 1 or not xp.issubdtype(codes.dtype, xp.integer):
         raise HeuristicError(
             f"priority: expected names or int codes of shape [P], got {codes.dtype}{codes.shape}"
         )
-    return codes.astype(jnp.int32)
+    return codes.astype(xp.int32)
 
 
 def check_issue_width(issue_width: int) -> int:
+    """``issue_width`` as an int; raises `HeuristicError` unless it is an integer >= 1."""
     if isinstance(issue_width, bool) or not isinstance(issue_width, int | np.integer):
         raise HeuristicError(f"issue_width {issue_width!r} is not an integer")
     if issue_width < 1:
         raise HeuristicError(f"issue_width {issue_width} must be >= 1")
     return int(issue_width)
+
+
+# ------------------------------------------------------------------------------ shared rules
+class PyScalars:
+    """The array namespace of the host loops' scalars (Python ints and bools): the functions
+    of `numpy` / `jax.numpy` that the clock rules (`advance_clock`, `in_order_issue`) use.
+    A NumPy call per scalar would cost more than the rest of a host step."""
+
+    @staticmethod
+    def where(cond: bool, if_true: int, if_false: int) -> int:
+        return if_true if cond else if_false
+
+    maximum = staticmethod(max)
+
+
+def advance_clock(
+    cycle: Array, used: Array, first_ready: Array, issue_width: Array, xp: Namespace
+) -> tuple[Array, Array]:
+    """(cycle of a list schedule's next issue, instructions already issued in it): the next
+    cycle once ``issue_width`` issued in ``cycle`` (``used`` issued so far), then a stall to
+    ``first_ready`` (the earliest cycle a candidate is ready in; `BIG`: none) when later.
+    Scalars (int32[] or Python ints)."""
+    full = used >= issue_width
+    next_cycle = xp.where(full, cycle + 1, cycle)
+    used = xp.where(full, 0, used)
+    now = xp.maximum(next_cycle, first_ready)
+    return now, xp.where(now > next_cycle, 0, used)
+
+
+def in_order_issue(
+    cycle: Array, used: Array, ready_at: Array, issue_width: Array, xp: Namespace
+) -> tuple[Array, Array]:
+    """(issue cycle, instructions issued in it, this one included) of the next instruction of
+    an order issued in order (`stall_schedule`, `issue_cycles`): the earliest cycle no earlier
+    than the previous issue's ``cycle`` (``used`` issued in it) and than ``ready_at`` (its
+    incoming latencies) with a free issue slot. Scalars (int32[] or Python ints)."""
+    base = xp.where(used >= issue_width, cycle + 1, cycle)
+    issue = xp.maximum(base, ready_at)
+    return issue, xp.where(issue == cycle, used + 1, 1)
+
+
+def positions(order: Array, xp: Namespace = jnp) -> Array:
+    """int32[N]: the position of each instruction in ``order`` (int[N], padding N last)."""
+    N = order.shape[0]
+    pos = xp.zeros(N + 1, xp.int32)
+    return scatter_set(pos, xp.asarray(order), xp.arange(N, dtype=xp.int32), xp)[:N]
+
+
+def target_variants(feasible: Array, xp: Namespace = jnp) -> tuple[Array, Array, Array]:
+    """The three list schedules of `target_schedule`, as arguments of `list_schedule`:
+    (int32[3, P] priority codes, int32[3, N] ranks, bool[3] ``defer_sinks``): critical path
+    first; ``feasible``'s order first (int[N]; "nid" follows its positions); critical path
+    first with RP-raising sinks deferred."""
+    feasible = xp.asarray(feasible)
+    cp_first = xp.asarray(priority_codes(DEFAULT_TARGET))
+    ident = xp.arange(feasible.shape[0], dtype=xp.int32)
+    codes = xp.stack([cp_first, xp.asarray(priority_codes(("nid",))), cp_first])
+    ranks = xp.stack([ident, positions(feasible, xp), ident])
+    return codes, ranks, xp.asarray([False, False, True])
+
+
+def best_variant(rp_cost: Array, length: Array, xp: Namespace = jnp) -> Array:
+    """int[]: the best of `target_variants`' schedules (``rp_cost``, ``length`` int32[3]):
+    the lowest RP cost, then the shortest, then the first."""
+    cheapest = rp_cost == rp_cost.min()
+    return xp.argmin(xp.where(cheapest, length, BIG))
+
+
+def finish(
+    order: Array,
+    cycles: Array,
+    length: Array,
+    peak: Array,
+    lut: Array,
+    target: Array | int | None,
+    xp: Namespace = jnp,
+) -> ListSchedule:
+    """A `ListSchedule` of int32 values from a finished schedule: ``order``, ``cycles``
+    (int[N]), ``length``, ``peak`` (int[F]), with its occupancy (``lut`` int32[F, T]) and RP
+    cost against ``target`` (default: the occupancy at zero pressure)."""
+    lut = xp.asarray(lut)
+    occ = occupancy_jax(xp.asarray(peak), lut, xp=xp)
+    tgt = xp.min(lut[:, 0]) if target is None else xp.int32(target)
+    return ListSchedule(
+        order=xp.asarray(order, xp.int32),
+        cycles=xp.asarray(cycles, xp.int32),
+        length=xp.int32(length),
+        peak=xp.asarray(peak, xp.int32),
+        occupancy=xp.int32(occ),
+        rp_cost=xp.int32(xp.maximum(0, tgt - occ)),
+    )
 
 
 # ------------------------------------------------------------------------------ tables
@@ -160,27 +282,25 @@ class _Tables(NamedTuple):
     reg_live_out: jax.Array  # bool[R + 1]: dummy True (never killed)
 
 
-def _append(a: jax.Array, fill) -> jax.Array:
-    """``a`` with one extra leading-axis row filled with ``fill``."""
-    a = jnp.asarray(a)
-    row = jnp.full((1, *a.shape[1:]), fill, a.dtype)
-    return jnp.concatenate([a, row], axis=0)
-
-
 def _tables(dev: DeviceRegion) -> _Tables:
+    """The `_Tables` of one padded region (each field with its sentinel's dummy row)."""
     N = dev.valid.shape[0]
     R = dev.reg_width.shape[0]
+
+    def append(values, fill) -> jax.Array:
+        return append_row(values, fill, jnp)
+
     return _Tables(
-        valid=_append(dev.valid, False),
-        succ=_append(dev.succ, N),
-        succ_lat=_append(dev.succ_lat, 0),
-        pred=_append(dev.pred, N),
-        pred_lat=_append(dev.pred_lat, 0),
-        uses=_append(dev.uses, R),
-        defs=_append(dev.defs, R),
-        reg_file=_append(dev.reg_file, 0),
-        reg_width=_append(dev.reg_width, 0),
-        reg_live_out=_append(dev.reg_live_out, True),
+        valid=append(dev.valid, False),
+        succ=append(dev.succ, N),
+        succ_lat=append(dev.succ_lat, 0),
+        pred=append(dev.pred, N),
+        pred_lat=append(dev.pred_lat, 0),
+        uses=append(dev.uses, R),
+        defs=append(dev.defs, R),
+        reg_file=append(dev.reg_file, 0),
+        reg_width=append(dev.reg_width, 0),
+        reg_live_out=append(dev.reg_live_out, True),
     )
 
 
@@ -204,11 +324,11 @@ def _per_file(t: _Tables, ids: jax.Array, mask: jax.Array, num_files: int) -> ja
 def _init_regs(dev: DeviceRegion, t: _Tables) -> _Regs:
     F = dev.live_through.shape[0]
     R = dev.reg_width.shape[0]
-    live = _append(dev.reg_live_in, False)
+    live = append_row(dev.reg_live_in, False, jnp)
     rp = dev.live_through.astype(jnp.int32) + _per_file(
         t, jnp.arange(R, dtype=jnp.int32), jnp.asarray(dev.reg_live_in), F
     )
-    remaining = _append(dev.reg_num_uses, 0).astype(jnp.int32)
+    remaining = append_row(dev.reg_num_uses, 0, jnp).astype(jnp.int32)
     return _Regs(remaining=remaining, live=live, rp=rp, peak=rp)
 
 
@@ -276,7 +396,7 @@ def _within_limit(
     after = _rp_after(t, regs, N)
     excess = jnp.maximum(after - rp_limit, 0).sum(axis=1)
     safe = cand & (excess == 0)
-    least = cand & (excess == jnp.min(jnp.where(cand, excess, _BIG)))
+    least = cand & (excess == jnp.min(jnp.where(cand, excess, BIG)))
     pool = jnp.where(safe.any(), safe, least)
     sink = (t.succ[:N] == N).all(axis=1) & (after > regs.rp[None, :]).any(axis=1)
     rest = pool & ~sink
@@ -292,7 +412,7 @@ def _select(ready: jax.Array, keys: Sequence[jax.Array]) -> jax.Array:
     N = ready.shape[0]
     mask = ready
     for key in keys:
-        best = jnp.max(jnp.where(mask, key, -_BIG))
+        best = jnp.max(jnp.where(mask, key, -BIG))
         mask = mask & (key == best)
     first = jnp.argmax(mask).astype(jnp.int32)
     return jnp.where(jnp.any(mask), first, N)
@@ -327,14 +447,11 @@ def _advance_clock(
     s: _State, cand: jax.Array, active: jax.Array, iw
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
     """(cycle of this step's issue, instructions issued in it before this one, bool[N] ready
-    now): the next cycle once ``iw`` issued, then a stall to the earliest candidate's cycle
-    when none of ``cand`` (bool[N]) is ready; unchanged when not ``active``."""
+    now): `advance_clock` to the earliest cycle of ``cand`` (bool[N]); unchanged when not
+    ``active``."""
     N = cand.shape[0]
-    full = s.used >= iw
-    cyc = jnp.where(full, s.cycle + 1, s.cycle)
-    used = jnp.where(full, 0, s.used)
-    now = jnp.maximum(cyc, jnp.min(jnp.where(cand, s.earliest[:N], _BIG)))
-    used = jnp.where(now > cyc, 0, used)
+    first_ready = jnp.min(jnp.where(cand, s.earliest[:N], BIG))
+    now, used = advance_clock(s.cycle, s.used, first_ready, iw, jnp)
     now = jnp.where(active, now, s.cycle)
     used = jnp.where(active, used, s.used)
     return now, used, cand & (s.earliest[:N] <= now)
@@ -346,7 +463,7 @@ def _initial_state(dev: DeviceRegion, t: _Tables) -> _State:
     return _State(
         regs=_init_regs(dev, t),
         scheduled=jnp.zeros(N + 1, bool),
-        preds_left=_append(dev.num_preds, 0).astype(jnp.int32),
+        preds_left=append_row(dev.num_preds, 0, jnp).astype(jnp.int32),
         earliest=jnp.zeros(N + 1, jnp.int32),
         order=jnp.full(N, N, jnp.int32),
         cycles=jnp.zeros(N + 1, jnp.int32),
@@ -411,7 +528,7 @@ def list_schedule(
     Returns:
       A `ListSchedule`.
     """
-    codes = _as_codes(priority)
+    codes = as_codes(priority)
     iw = issue_width if isinstance(issue_width, jax.Array) else check_issue_width(issue_width)
     t = _tables(dev)
     N = dev.valid.shape[0]
@@ -434,13 +551,7 @@ def list_schedule(
     s = lax.fori_loop(0, N, step, _initial_state(dev, t))
     cycles = jnp.where(t.valid[:N], s.cycles[:N], 0)
     length = jnp.max(cycles) + 1 if latencies else n
-    return _finish(s.order, cycles, length, s.regs.peak, lut, target)
-
-
-def positions(order: jax.Array) -> jax.Array:
-    """int32[N]: the position of each instruction in ``order`` (int32[N], padding N last)."""
-    N = order.shape[0]
-    return jnp.zeros(N + 1, jnp.int32).at[order].set(jnp.arange(N, dtype=jnp.int32))[:N]
+    return finish(s.order, cycles, length, s.regs.peak, lut, target)
 
 
 def target_schedule(
@@ -456,13 +567,8 @@ def target_schedule(
     the limit, e.g. the RP pass's best) with later instructions filling its stalls while they
     keep the RP within the limit; and critical path first with RP-raising sinks deferred
     (``defer_sinks``). Best = lowest RP cost (``target``: the occupancy of cost 0), then
-    shortest, then the earlier of that list."""
-    N = dev.valid.shape[0]
-    codes = jnp.stack([jnp.asarray(priority_codes(p)) for p in (DEFAULT_TARGET, ("nid",))])
-    codes = codes[jnp.array([0, 1, 0])]
-    ident = jnp.arange(N, dtype=jnp.int32)
-    ranks = jnp.stack([ident, positions(feasible), ident])
-    defer = jnp.array([False, False, True])
+    shortest, then the earlier of that list (`target_variants`, `best_variant`)."""
+    codes, ranks, defer = target_variants(feasible)
 
     def one(c, rank, d) -> ListSchedule:
         return list_schedule(
@@ -471,23 +577,8 @@ def target_schedule(
         )  # fmt: skip
 
     every = jax.vmap(one)(codes, ranks, defer)
-    cheapest = every.rp_cost == jnp.min(every.rp_cost)
-    best = jnp.argmin(jnp.where(cheapest, every.length, _BIG))
+    best = best_variant(every.rp_cost, every.length)
     return jax.tree.map(lambda x: x[best], every)
-
-
-def _finish(order, cycles, length, peak, lut, target) -> ListSchedule:
-    lut = jnp.asarray(lut)
-    occ = occupancy_jax(peak, lut)
-    tgt = jnp.min(lut[:, 0]) if target is None else jnp.asarray(target, jnp.int32)
-    return ListSchedule(
-        order=order,
-        cycles=cycles.astype(jnp.int32),
-        length=jnp.asarray(length, jnp.int32),
-        peak=peak,
-        occupancy=occ.astype(jnp.int32),
-        rp_cost=jnp.maximum(0, tgt - occ).astype(jnp.int32),
-    )
 
 
 @partial(jax.jit, static_argnames=("latencies", "issue_width"))
@@ -512,7 +603,7 @@ def list_schedule_jit(
     return _list_schedule_jit(
         dev,
         lut,
-        _as_codes(priority),
+        as_codes(priority),
         tgt,
         latencies=bool(latencies),
         issue_width=check_issue_width(issue_width),
@@ -547,13 +638,11 @@ def stall_schedule(
         active = j < N
         p = t.pred[j]
         ready_at = jnp.max(jnp.where(p < N, cycles[p] + t.pred_lat[j], 0))
-        base = jnp.where(used >= iw, cycle + 1, cycle)
-        c = jnp.maximum(base, ready_at)
-        new_used = jnp.where(c == cycle, used + 1, 1)
-        cycles = cycles.at[j].set(c)
+        issue, new_used = in_order_issue(cycle, used, ready_at, iw, jnp)
+        cycles = cycles.at[j].set(issue)
         return (
             cycles,
-            jnp.where(active, c, cycle),
+            jnp.where(active, issue, cycle),
             jnp.where(active, new_used, used),
         )
 
@@ -571,16 +660,15 @@ def issue_cycles(
     incoming latency and has a free issue slot. No schedule issuing in this order is shorter."""
     iw = check_issue_width(issue_width)
     n = len(region)
-    est = np.zeros(n, np.int64)
+    est = [0] * n  # earliest cycle from the instructions issued so far
     cycles = np.zeros(n, np.int64)
-    slot = 0  # next free issue slot: cycle * issue_width + instructions already in that cycle
+    cycle = used = 0
     succ = region.successors()
     for j in order:
-        t = max(slot // iw, int(est[j]))
-        slot = max(slot, t * iw) + 1
-        cycles[j] = t
+        cycle, used = in_order_issue(cycle, used, est[j], iw, PyScalars)
+        cycles[j] = cycle
         for k, lat in succ[j]:
-            est[k] = max(est[k], t + lat)
+            est[k] = max(est[k], cycle + lat)
     return cycles
 
 
@@ -600,16 +688,19 @@ def order_peak_rp(dev: DeviceRegion, order: jax.Array) -> jax.Array:
 
 
 # ------------------------------------------------------------------------------ host side
-@partial(jax.jit, static_argnames=("latencies", "issue_width"))
+@partial(jax.jit, static_argnames=("latencies",))
 def _batch_jit(
     dev: DeviceRegion,
     lut: jax.Array,
     target: jax.Array,
     priority: jax.Array,
+    issue_width: jax.Array,
     *,
     latencies: bool,
-    issue_width: int,
 ) -> ListSchedule:
+    """`list_schedule` over a batch (``dev`` [B, ...]); the priority codes, the target and
+    the issue width (int32[]) are traced: machines of one occupancy table shape, and every
+    priority, share the compile of a padded shape."""
     return jax.vmap(
         lambda d: list_schedule(
             d, lut, priority=priority, latencies=latencies, issue_width=issue_width, target=target
@@ -646,22 +737,14 @@ def list_schedule_batch(
         return []
     lut = jnp.asarray(machine.occupancy_lut)
     target = jnp.int32(machine.target_occupancy)
+    iw = jnp.int32(check_issue_width(machine.issue_width))
     out: list[HostSchedule | None] = [None] * len(regions)
     groups = [list(range(len(regions)))] if shape else list(_groups(regions, machine).values())
     for idx in groups:
         group = [regions[i] for i in idx]
         count = 1 << (len(group) - 1).bit_length()
         dev, _ = stack([*group, *[group[0]] * (count - len(group))], machine, shape)
-        res = jax.device_get(
-            _batch_jit(
-                dev,
-                lut,
-                target,
-                codes,
-                latencies=bool(latencies),
-                issue_width=machine.issue_width,
-            )
-        )
+        res = jax.device_get(_batch_jit(dev, lut, target, codes, iw, latencies=bool(latencies)))
         for b, i in enumerate(idx):
             n = len(regions[i])
             out[i] = HostSchedule(

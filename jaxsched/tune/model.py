@@ -26,10 +26,10 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from jaxsched.colony import antstate, construct, decision, draws
+from jaxsched.colony.construction import antstate, construct, decision, draws
 from jaxsched.colony.core import init
-from jaxsched.colony.iteration import PassState, step_inputs
 from jaxsched.colony.params import ColonyConfig, ColonyParams, pass_params
+from jaxsched.colony.passes.iteration import PassState, step_inputs
 from jaxsched.colony.problem import ColonyProblem
 from jaxsched.heuristics.list_scheduler import order_peak_rp, stall_schedule
 from jaxsched.machines.model import rp_cost_jax

@@ -28,7 +28,7 @@ from jaxsched.colony.params import (
     ColonyConfig,
     ColonyParams,
 )
-from jaxsched.colony.passes import Solution
+from jaxsched.colony.passes.transitions import Solution
 from jaxsched.colony.problem import ColonyProblem
 from jaxsched.tune.model import TUNE_CONFIG, Samples, TuneProblem, log_prob, sample
 

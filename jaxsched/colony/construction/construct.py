@@ -4,7 +4,7 @@ instruction.
 This module is the loop; each job it runs has its own module: the region's constant tables
 (`prepared`), the state records (`antstate`), the random numbers (`draws`), the decision
 (`decision`) and what issuing does to an ant (`updates`). The fused kernel
-(`jaxsched.colony.kernel`) runs the same decision and updates on its own memory layout.
+(`jaxsched.colony.construction.kernel`) runs the same decision and updates on its own memory layout.
 
 Data layout (chosen for XLA:CPU and GPUs alike, measured in ``benchmarks/colony.py``):
   * The ant axis is explicit and **minor** (last): every per-ant array is ``[..., A]``. Scoring,
@@ -40,8 +40,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from jaxsched.colony.antshard import local_ants
-from jaxsched.colony.antstate import (
+from jaxsched.colony.construction.antstate import (
     AntResults,
     AntsState,
     AntView,
@@ -49,16 +48,12 @@ from jaxsched.colony.antstate import (
     StepInputs,
     first_slots,
 )
-from jaxsched.colony.decision import (
+from jaxsched.colony.construction.decision import (
     decide,
     slot_widths,
 )
-from jaxsched.colony.draws import AntSeeds, make_seeds
-from jaxsched.colony.params import ColonyParams
-from jaxsched.colony.prepared import (
-    Prepared,
-)
-from jaxsched.colony.updates import (
+from jaxsched.colony.construction.draws import AntSeeds, make_seeds
+from jaxsched.colony.construction.issue import (
     IssuedRegisters,
     OldValues,
     issue_timing,
@@ -66,6 +61,11 @@ from jaxsched.colony.updates import (
     register_update,
     released,
 )
+from jaxsched.colony.construction.prepared import (
+    Prepared,
+)
+from jaxsched.colony.drivers.antshard import local_ants
+from jaxsched.colony.params import ColonyParams
 
 
 def init_ants(prep: Prepared, ants: int, key: jax.Array) -> AntsState:

@@ -1,7 +1,7 @@
 """One decision of every ant: which ready candidates are eligible, their scores, the pick.
 
 Pure math on loaded values (a `antstate.first_slots` view, the pheromone of each slot,
-`antstate.AntView`): the `lax` step (`construct`), the fused kernel (`colony.kernel`) and the
+`antstate.AntView`): the `lax` step (`construct`), the fused kernel (`construction.kernel`) and the
 tuning replay (`jaxsched.tune`) all call it, so a change of the rules reaches all three."""
 
 from __future__ import annotations
@@ -12,19 +12,19 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from jaxsched.colony.antstate import (
+from jaxsched.colony.construction.antstate import (
     AntView,
     ReadyList,
     StepInputs,
     any_,
     prefix_sum,
 )
-from jaxsched.colony.draws import AntSeeds, uniform
-from jaxsched.colony.params import ColonyParams
-from jaxsched.colony.prepared import (
+from jaxsched.colony.construction.draws import AntSeeds, uniform
+from jaxsched.colony.construction.prepared import (
     BIG,
     static_weight_sum,
 )
+from jaxsched.colony.params import ColonyParams
 
 
 def slot_widths(slots: int) -> tuple[int, ...]:
@@ -50,8 +50,8 @@ class Candidates(NamedTuple):
 
 
 # The decision functions below are pure math on loaded values (a `first_slots` view, the
-# pheromone of each slot, `AntView`): the `lax` step and the fused kernel (`colony.kernel`) both
-# call them, so a change of the rules reaches both.
+# pheromone of each slot, `AntView`): the `lax` step and the fused kernel
+# (`construction.kernel`) both call them, so a change of the rules reaches both.
 def _candidates(
     ready: ReadyList, ant: AntView, live_through: jax.Array, inp: StepInputs, seeds: AntSeeds
 ) -> Candidates:

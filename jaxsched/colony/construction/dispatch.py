@@ -12,11 +12,11 @@ from __future__ import annotations
 import jax
 
 from jaxsched import fused
-from jaxsched.colony import native
-from jaxsched.colony.antstate import AntResults, StepInputs
-from jaxsched.colony.construct import construct_ants
+from jaxsched.colony.construction import native
+from jaxsched.colony.construction.antstate import AntResults, StepInputs
+from jaxsched.colony.construction.construct import construct_ants
+from jaxsched.colony.construction.prepared import Prepared
 from jaxsched.colony.params import ColonyConfig, ColonyParams
-from jaxsched.colony.prepared import Prepared
 from jaxsched.errors import InputError
 from jaxsched.fused import gpu_platform  # noqa: F401 (re-exported)
 
@@ -34,7 +34,7 @@ def resolve(construction: str, prep: Prepared | None = None) -> str:
         return "lax" if native.unsupported(prep) else "native"
 
     def why_not() -> str | None:
-        from jaxsched.colony.kernel import unsupported
+        from jaxsched.colony.construction.kernel import unsupported
 
         return unsupported(prep)
 
@@ -90,7 +90,7 @@ def construct(
         if reason:
             raise InputError(f"construction 'native' cannot run this region shape ({reason})")
         return native.construct_ants_native(prep, inp, params, key, num_steps, active=active, **kw)
-    from jaxsched.colony.kernel import construct_ants_fused
+    from jaxsched.colony.construction.kernel import construct_ants_fused
 
     return construct_ants_fused(
         prep,

@@ -1,6 +1,6 @@
 """What issuing an instruction does to an ant, as pure math on values read from the old state
 (`OldValues`): its timing, the release of its successors and its registers' update. The `lax`
-step (`construct`) and the fused kernel (`colony.kernel`) both call these."""
+step (`construct`) and the fused kernel (`construction.kernel`) both call these."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxsched.colony.antstate import (
+from jaxsched.colony.construction.antstate import (
     any_,
 )
 

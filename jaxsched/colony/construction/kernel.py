@@ -35,7 +35,7 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import triton as plgpu
 
 from jaxsched import fused
-from jaxsched.colony import antstate, construct, decision, draws, prepared, updates
+from jaxsched.colony.construction import antstate, construct, decision, draws, issue, prepared
 from jaxsched.colony.params import ColonyParams
 from jaxsched.fused import load as _load
 from jaxsched.fused import store as _store
@@ -215,9 +215,7 @@ def _step(
     active = lanes.count > 0
     chosen = _load(ant_refs.ready.ids, pick, lane)  # N when inactive (slot K)
     pick_earliest = _load(ant_refs.ready.earliest, pick, lane)
-    timing = updates.issue_timing(
-        active, cycle, issued, pick_earliest, lanes.stalls, inp.issue_width
-    )
+    timing = issue.issue_timing(active, cycle, issued, pick_earliest, lanes.stalls, inp.issue_width)
     last_slot = jnp.where(active, lanes.count - 1, K)
     succs = _row(tables.succ, chosen, D)
     used, defined = (
@@ -246,7 +244,7 @@ def _step(
         cycle=timing.cycle,
         issued=timing.issued,
         stalls=timing.stalls,
-        dead=updates.now_dead(lanes.dead, up.peak, tables.rp_limit),
+        dead=issue.now_dead(lanes.dead, up.peak, tables.rp_limit),
         live_w=up.live_w,
         peak=up.peak,
     )
@@ -254,11 +252,11 @@ def _step(
 
 def _read_old(
     ant_refs: antstate.AntsState, lane, last_slot, succs, used, defined
-) -> tuple[dict, updates.OldValues]:
+) -> tuple[dict, issue.OldValues]:
     """The values the step overwrites, read before any write: the last ready slot's fields
     (it moves into the pick's slot) and the state of the pick's successors and registers."""
     moved = {f: _load(getattr(ant_refs.ready, f), last_slot, lane) for f in antstate.SLOT_FIELDS}
-    old = updates.OldValues(
+    old = issue.OldValues(
         moved=moved["ids"],
         moved_earliest=moved["earliest"],
         moved_key=moved["key"],
@@ -305,12 +303,12 @@ def _release(
     ant_refs: antstate.AntsState, tables: _Tables, inp, lane, chosen, succs, old, timing, count
 ):
     """Release the chosen instruction's successors ``succs``; the new candidates enter the ready
-    list. Returns `updates.released`'s result (the new candidate count among it)."""
+    list. Returns `issue.released`'s result (the new candidate count among it)."""
     N, D = tables.instr_sentinel, tables.succ.shape[1]
     K = ant_refs.ready.dummy_slot
     F = tables.reg_wf.shape[1]
     lat = jnp.where(inp.timed, _row(tables.succ_lat, chosen, D), 0)
-    rel = updates.released(
+    rel = issue.released(
         succs, old.preds_s, old.earliest_s, lat, timing.issue_cycle, count, sentinel=N, dummy_slot=K
     )
     real = succs != N
@@ -342,11 +340,11 @@ def _registers(
     barrier,
 ):
     """the chosen instruction's registers: remaining users, liveness and the kill counts of the last
-    users (`updates.register_update`). Returns its result (live widths and peaks among it)."""
+    users (`issue.register_update`). Returns its result (live widths and peaks among it)."""
     N = tables.instr_sentinel
     R = tables.reg_sentinel
     K = ant_refs.ready.dummy_slot
-    regs = updates.IssuedRegisters(
+    regs = issue.IssuedRegisters(
         chosen=chosen,
         used=used,
         defined=defined,
@@ -355,7 +353,7 @@ def _registers(
         used_widths=_widths(tables.reg_wf, used),
         defined_widths=_widths(tables.reg_wf, defined),
     )
-    up = updates.register_update(
+    up = issue.register_update(
         regs, old, lanes.live_w, lanes.peak, tables.live_through, n_sentinel=N, r_sentinel=R
     )
     _store(ant_refs.remaining, used, lane, up.rem_u, mask=used != R)

@@ -1,17 +1,20 @@
 """A region's constant construction tables (`Prepared`, built once per region with dummy rows
-for the sentinels) and the static part of the guiding heuristic's key."""
+for the sentinels) and the static part of the guiding heuristic's key.
+
+`prepare` is written once over an array namespace ``xp``: `jax.numpy` (traceable) or `numpy`
+(the host, `jaxsched.colony.derive`), with bit for bit the same tables on both."""
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 
 from jaxsched.colony.params import ColonyParams
+from jaxsched.heuristics.tables import BIG, Array, append_row, scatter_add, scatter_set
 from jaxsched.problem.padded import DeviceRegion
-
-BIG = 2**30
 
 
 class Prepared(NamedTuple):
@@ -57,72 +60,91 @@ class Prepared(NamedTuple):
         return self.init_ready.shape[0] - 1
 
 
-def _row_pad(values: jax.Array, fill) -> jax.Array:
-    """``values`` with one extra leading-axis row of ``fill`` (the sentinel's dummy row)."""
-    values = jnp.asarray(values)
-    return jnp.concatenate([values, jnp.full((1, *values.shape[1:]), fill, values.dtype)], axis=0)
-
-
-def _users_xor(uses: jax.Array, num_regs: int) -> jax.Array:
-    """int32[R + 1]: XOR of the ids of each register's users (``uses`` int32[N + 1, U]).
+def _users_xor(uses: Array, num_regs: int, xp: ModuleType) -> Array:
+    """int32[num_regs]: XOR of the ids of each register's users (``uses`` int32[N + 1, U],
+    row ids as user ids; sentinel uses count for the register they name).
 
     There is no XOR scatter primitive: add the id bit planes and keep each plane's parity.
     """
-    ids = jnp.broadcast_to(jnp.arange(uses.shape[0], dtype=jnp.int32)[:, None], uses.shape)
-    bits = (ids[..., None] >> jnp.arange(31)) & 1  # [N + 1, U, 31]
-    plane = jnp.zeros((num_regs, 31), jnp.int32).at[uses].add(bits)
-    return ((plane & 1) << jnp.arange(31)).sum(axis=1).astype(jnp.int32)
+    ids = xp.broadcast_to(xp.arange(uses.shape[0], dtype=xp.int32)[:, None], uses.shape)
+    planes = xp.arange(31, dtype=xp.int32)
+    bits = (ids[..., None] >> planes) & 1  # int32[N + 1, U, 31]
+    plane = scatter_add(xp.zeros((num_regs, 31), xp.int32), uses, bits, xp)
+    return ((plane & 1) << planes).sum(axis=1, dtype=xp.int32)
 
 
-def _normalized(values: jax.Array) -> jax.Array:
-    """f32[N + 1]: ``values`` (int[N]) divided by its maximum (at least 1), dummy 0 appended."""
-    values = jnp.asarray(values).astype(jnp.float32)
-    return _row_pad(values / jnp.maximum(values.max(), 1.0), 0.0)
+def _normalized(values: Array, xp: ModuleType) -> Array:
+    """f32[N + 1]: ``values`` (int[N]) divided by its maximum (at least 1), dummy 0 appended.
+
+    The division is a multiplication by the maximum's rounded float32 reciprocal, written out:
+    the arithmetic XLA compiles a division by a scalar to, here on both namespaces."""
+    values = xp.asarray(values).astype(xp.float32)
+    scale = xp.float32(1.0) / xp.maximum(values.max(), xp.float32(1.0))
+    return append_row(values * scale, xp.float32(0.0), xp)
 
 
-def prepare(dev: DeviceRegion, ready_slots: int) -> Prepared:
-    """Build the `Prepared` arrays of one region (jit-compatible; vmap over a batch)."""
-    N = dev.valid.shape[0]
-    R = dev.reg_width.shape[0]
-    F = dev.live_through.shape[0]
-    K = ready_slots
-    reg_width = _row_pad(dev.reg_width, 0)
-    reg_file = _row_pad(dev.reg_file, 0)
-    reg_wf = jnp.where(reg_file[:, None] == jnp.arange(F)[None, :], reg_width[:, None], 0)
-    uses = _row_pad(dev.uses, R)
-    defs = _row_pad(dev.defs, R)
-    users_xor = _users_xor(uses, R + 1)
-    reg_live_out = _row_pad(dev.reg_live_out, True)
-    reg_live_in = _row_pad(dev.reg_live_in, False)
-    reg_num_uses = _row_pad(dev.reg_num_uses, 0)
+def _initial_ready(dev: DeviceRegion, ready_slots: int, xp: ModuleType) -> tuple[Array, Array]:
+    """(int32[K + 1]: the roots in id order in the first slots, sentinel N after them and in
+    slot K; int32[]: their count)."""
+    N, K = dev.valid.shape[0], ready_slots
+    roots = xp.asarray(dev.valid) & (xp.asarray(dev.num_preds) == 0)
+    slot = xp.minimum(xp.where(roots, xp.cumsum(roots) - 1, K), K)
+    ready = scatter_set(xp.full(K + 1, N, xp.int32), slot, xp.arange(N, dtype=xp.int32), xp)
+    ready = scatter_set(ready, K, N, xp)
+    return ready, xp.int32(roots.sum())
 
-    roots = dev.valid & (dev.num_preds == 0)
-    slot = jnp.minimum(jnp.where(roots, jnp.cumsum(roots) - 1, K), K)
-    init_ready = jnp.full(K + 1, N, jnp.int32).at[slot].set(jnp.arange(N, dtype=jnp.int32))
+
+def _initial_kill(
+    reg_wf: Array, users_xor: Array, kills: Array, num_instrs: int, xp: ModuleType
+) -> Array:
+    """int32[F, N + 1]: the width each instruction (N = ``num_instrs``) kills at the start,
+    per file: each register of ``kills`` (bool[R + 1]) dies at its one user (``users_xor``
+    int32[R + 1]; widths ``reg_wf`` int32[R + 1, F]); the dummy column N is 0."""
+    N = num_instrs
+    target = xp.where(kills, users_xor, N)  # [R + 1]
+    width = (reg_wf * kills[:, None]).T  # int32[F, R + 1]
+    kill = xp.zeros((reg_wf.shape[1], N + 1), xp.int32)
+    kill = scatter_add(kill, (slice(None), target), width, xp)
+    return scatter_set(kill, (slice(None), N), 0, xp)
+
+
+def prepare(dev: DeviceRegion, ready_slots: int, xp: ModuleType = jnp) -> Prepared:
+    """The `Prepared` arrays of one padded region (no batch axis) with ``ready_slots`` (K)
+    ready slots. ``xp = jax.numpy``: traceable (`jit`, `vmap` over a batch); ``xp = numpy``:
+    on the host from a NumPy ``dev`` (`derive.derive_host`), with the same dtypes, shapes and
+    values, and nothing to compile."""
+    N, R, F = dev.valid.shape[0], dev.reg_width.shape[0], dev.live_through.shape[0]
+    reg_width, reg_file = append_row(dev.reg_width, 0, xp), append_row(dev.reg_file, 0, xp)
+    files = xp.arange(F, dtype=xp.int32)
+    reg_wf = xp.where(reg_file[:, None] == files[None, :], reg_width[:, None], 0).astype(xp.int32)
+    uses, defs = append_row(dev.uses, R, xp), append_row(dev.defs, R, xp)
+    users_xor = _users_xor(uses, R + 1, xp)
+    reg_live_out = append_row(dev.reg_live_out, True, xp)
+    reg_live_in = append_row(dev.reg_live_in, False, xp)
+    reg_num_uses = append_row(dev.reg_num_uses, 0, xp)
+    init_ready, init_count = _initial_ready(dev, ready_slots, xp)
     # At the start a live-in register with one use (not live-out) dies at that use.
     kills = (reg_num_uses == 1) & reg_live_in & ~reg_live_out
-    target = jnp.where(kills, users_xor, N)
-    init_kill = jnp.zeros((F, N + 1), jnp.int32).at[:, target].add((reg_wf * kills[:, None]).T)
     return Prepared(
-        n=jnp.asarray(dev.n, jnp.int32),
-        succ=_row_pad(dev.succ, N),
-        succ_lat=_row_pad(dev.succ_lat, 0),
-        num_preds=_row_pad(dev.num_preds, BIG),
+        n=xp.int32(dev.n),
+        succ=append_row(dev.succ, N, xp),
+        succ_lat=append_row(dev.succ_lat, 0, xp),
+        num_preds=append_row(dev.num_preds, BIG, xp),
         uses=uses,
         defs=defs,
-        def_wf=reg_wf[defs].sum(axis=1).T,
+        def_wf=reg_wf.T[:, defs].sum(axis=2, dtype=xp.int32),
         reg_wf=reg_wf,
         reg_num_uses=reg_num_uses,
         reg_users_xor=users_xor,
         reg_live_in=reg_live_in,
         reg_live_out=reg_live_out,
-        live_through=jnp.asarray(dev.live_through, jnp.int32),
-        cp=_normalized(dev.cp),
-        cp_unit=_normalized(dev.cp_unit),
-        successors=_normalized(dev.num_succs),
-        init_ready=init_ready.at[K].set(N),
-        init_count=roots.sum().astype(jnp.int32),
-        init_kill=init_kill.at[:, N].set(0),
+        live_through=xp.asarray(dev.live_through, xp.int32),
+        cp=_normalized(dev.cp, xp),
+        cp_unit=_normalized(dev.cp_unit, xp),
+        successors=_normalized(dev.num_succs, xp),
+        init_ready=init_ready,
+        init_count=init_count,
+        init_kill=_initial_kill(reg_wf, users_xor, kills, N, xp),
     )
 
 

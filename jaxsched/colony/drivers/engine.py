@@ -31,13 +31,13 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxsched.colony import passes, rules
+from jaxsched.colony.construction.prepared import Prepared
 from jaxsched.colony.core import select_rows
-from jaxsched.colony.iteration import PassState, iterate, running, start_pass
-from jaxsched.colony.memory import choose_batch
+from jaxsched.colony.drivers.planning import choose_batch
 from jaxsched.colony.params import ColonyConfig, ColonyParams
-from jaxsched.colony.passes import PassSummary, Schedule, Solution
-from jaxsched.colony.prepared import Prepared
+from jaxsched.colony.passes import rules, transitions
+from jaxsched.colony.passes.iteration import PassState, iterate, running, start_pass
+from jaxsched.colony.passes.transitions import PassSummary, Schedule, Solution
 from jaxsched.colony.problem import ColonyProblem
 from jaxsched.compilation import COMPILED
 from jaxsched.heuristics.host_schedule import target_schedule_host
@@ -147,8 +147,9 @@ class Job:
     solution: Solution | None = None  # batch of one, NumPy
 
 
-class Host:
-    """The host side of one run: machine and parameters as NumPy, the per-region decisions."""
+class Decisions:
+    """The decisions between a region's passes, taken on the host (`transitions` with NumPy):
+    the machine and parameters as NumPy arrays, the list schedule and greedy timing there."""
 
     def __init__(self, machine: Machine, params: ColonyParams, config: ColonyConfig) -> None:
         self.machine = machine
@@ -157,29 +158,29 @@ class Host:
         self.config = config
 
     def rp_start(self, job: Job) -> rules.PassStart:
-        s1, start = passes.first_pass(job.prob, self.params, np)
+        s1, start = transitions.first_pass(job.prob, self.params, np)
         job.s1 = int(s1)
         return start
 
     def ilp_start(self, job: Job, rp: PassSummary) -> rules.PassStart:
-        """The ILP pass after the RP pass ``rp`` (`passes.after_rp`)."""
-        end = passes.after_rp(
+        """The ILP pass after the RP pass ``rp`` (`transitions.after_rp`)."""
+        end = transitions.after_rp(
             job.prob, rp, job.prob.length_lower_bound, self.params, self.side(job)
         )
         job.phase, job.rp, job.retarget, job.ilp = 1, end.rp, end.retarget, end.ilp
         return end.pass_start
 
     def finish(self, job: Job, ilp: PassSummary) -> Solution:
-        """The region's result (`passes.finish`), batch of one."""
-        sol = passes.finish(
+        """The region's result (`transitions.finish`), batch of one."""
+        sol = transitions.finish(
             job.prob, job.retarget, job.rp, ilp, job.ilp, self.params, self.side(job)
         )
         job.phase, job.solution = 2, jax.tree.map(lambda leaf: np.asarray(leaf)[None], sol)
         return job.solution
 
-    def side(self, job: Job) -> passes.Side:
+    def side(self, job: Job) -> transitions.Side:
         """How the host computes the schedules of ``job``'s pass transitions."""
-        return passes.Side(
+        return transitions.Side(
             xp=np, retarget=partial(self.retarget, job), timing=partial(self.timing, job)
         )
 
@@ -208,7 +209,7 @@ def _read_passes(states: PassState, slots: list[int]) -> list[PassSummary]:
     host = jax.device_get({k: getattr(states, k) for k in keep})
     rows = [SimpleNamespace(**{k: v[s] for k, v in host.items()}) for s in slots]
     return [
-        passes.summary(row, cost=row.best_cost, length=np.int32(0), iterations=row.iteration)
+        transitions.summary(row, cost=row.best_cost, length=np.int32(0), iterations=row.iteration)
         for row in rows
     ]
 
@@ -356,7 +357,7 @@ class Group(NamedTuple):
 
 def drive(
     groups: Sequence[Group],
-    host: Host,
+    decisions: Decisions,
     run_of: Callable[[ColonyConfig], RunShared],
     *,
     on_done: Callable[[Job, float, float], None],
@@ -371,7 +372,7 @@ def drive(
     for group in groups:
         queue = deque()
         for job in group.jobs:
-            start, pass_no = _first_pass(host, job)
+            start, pass_no = _first_pass(decisions, job)
             if start is None:
                 on_done(job, 0.0, 0.0)
             else:
@@ -379,9 +380,9 @@ def drive(
         if queue and not _past(deadline):
             size = choose_batch(len(queue), group.cap)
             pool = Pool(size, [j for j, _, _ in queue], group.config, run_of(group.config))
-            _run_pool(pool, queue, host, on_done, on_iteration, deadline)
+            _run_pool(pool, queue, decisions, on_done, on_iteration, deadline)
         for job, start, _ in queue:  # left by the deadline
-            _stop(host, job, _skipped(start, host.config.max_iterations))
+            _stop(decisions, job, _skipped(start, decisions.config.max_iterations))
             on_done(job, 0.0, 0.0)
 
 
@@ -389,7 +390,9 @@ def _past(deadline: float | None) -> bool:
     return deadline is not None and time.perf_counter() >= deadline
 
 
-def _run_pool(pool: Pool, queue: deque, host: Host, on_done, on_iteration, deadline) -> None:
+def _run_pool(
+    pool: Pool, queue: deque, decisions: Decisions, on_done, on_iteration, deadline
+) -> None:
     """Fill free slots from ``queue`` and call the pool until every pass has ended (or the
     deadline has passed: then the passes in the slots stop where they are)."""
     chunk, done, t_pool = 1, 0, time.perf_counter()
@@ -399,7 +402,7 @@ def _run_pool(pool: Pool, queue: deque, host: Host, on_done, on_iteration, deadl
             pool.put(slot, *queue.popleft())
         if _past(deadline):
             for slot, result in pool.stop():
-                _stop(host, pool.jobs[slot], result)
+                _stop(decisions, pool.jobs[slot], result)
                 on_done(pool.jobs[slot], pool.compile_seconds, time.perf_counter() - t_pool)
             return
         t0 = time.perf_counter()
@@ -409,7 +412,7 @@ def _run_pool(pool: Pool, queue: deque, host: Host, on_done, on_iteration, deadl
             on_iteration(sum(j is not None for j in pool.jobs), done)
         for slot, result in ended:
             job = pool.jobs[slot]
-            start = _next_pass(host, job, result)
+            start = _next_pass(decisions, job, result)
             if start is None:
                 pool.jobs[slot] = None
                 on_done(job, pool.compile_seconds, time.perf_counter() - t_pool)
@@ -419,30 +422,30 @@ def _run_pool(pool: Pool, queue: deque, host: Host, on_done, on_iteration, deadl
             chunk = min(2 * chunk, max_chunk)
 
 
-def _stop(host: Host, job: Job, result: PassSummary) -> None:
+def _stop(decisions: Decisions, job: Job, result: PassSummary) -> None:
     """Finish ``job`` now: its current pass ends with ``result``, a later pass is skipped."""
-    start = _next_pass(host, job, result, stop=True)
+    start = _next_pass(decisions, job, result, stop=True)
     assert start is None
 
 
-def _first_pass(host: Host, job: Job) -> tuple[rules.PassStart | None, int]:
+def _first_pass(decisions: Decisions, job: Job) -> tuple[rules.PassStart | None, int]:
     """The first pass of ``job`` that runs (1: RP, 2: ILP), or None when both are skipped
     (then ``job`` is finished)."""
-    start = host.rp_start(job)
+    start = decisions.rp_start(job)
     if not start.skip:
         return start, 1
-    return _next_pass(host, job, _skipped(start, host.config.max_iterations)), 2
+    return _next_pass(decisions, job, _skipped(start, decisions.config.max_iterations)), 2
 
 
 def _next_pass(
-    host: Host, job: Job, result: PassSummary, *, stop: bool = False
+    decisions: Decisions, job: Job, result: PassSummary, *, stop: bool = False
 ) -> rules.PassStart | None:
     """After a pass: the ILP pass's start, or None when the region is finished (``stop``:
     finish it, skipping the ILP pass)."""
     if job.phase == 0:
-        start = host.ilp_start(job, result)
+        start = decisions.ilp_start(job, result)
         if not (start.skip or stop):
             return start
-        result = _skipped(start, host.config.max_iterations)
-    host.finish(job, result)
+        result = _skipped(start, decisions.config.max_iterations)
+    decisions.finish(job, result)
     return None

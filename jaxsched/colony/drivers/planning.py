@@ -1,5 +1,11 @@
-"""Device memory of colony calls: the estimate from shapes, the ants that fit a budget, and the
-batch sizes a call may use.
+"""Where regions are batched: the calls of a `schedule` run planned on the host.
+
+Regions are grouped by instruction bucket (`canonical_shape`) and by the config that fits
+each region alone in the memory budget (`fit_ants`: fewer wavefronts, then a float16
+pheromone table), then split into calls of a few batch sizes (`batch_sizes`, `choose_batch`)
+within the budget (`estimate_bytes`, `batch_cap`). With several devices or processes,
+`jaxsched.colony.drivers.sharding.plan_calls` turns the same groups into calls every process
+agrees on.
 
 The budget is per device: a call on several devices gives each device its own share of the
 batch (and, when a region's ants are split, its share of the ants).
@@ -8,13 +14,18 @@ batch (and, when a region's ants are split, its share of the ants).
 from __future__ import annotations
 
 import dataclasses
+import warnings
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import jax
 
 from jaxsched.colony.params import ColonyConfig
-from jaxsched.problem.padded import PaddedShape
-
-#: Default device-memory budget of one colony call on one device (bytes); larger batches are
-#: split.
-DEFAULT_MEMORY_BUDGET = 2 << 30
+from jaxsched.colony.problem import canonical_shape
+from jaxsched.colony.settings import Options
+from jaxsched.machines.model import Machine
+from jaxsched.problem.padded import PaddedShape, padded_shape
+from jaxsched.problem.region import Region
 
 
 def estimate_bytes(
@@ -77,3 +88,79 @@ def batch_cap(shape: PaddedShape, config: ColonyConfig, budget: int, max_batch: 
     per_region = estimate_bytes(shape, config.ants, 1, config.pheromone_dtype)
     cap = max(1, min(max_batch, budget // per_region))
     return 1 << (cap.bit_length() - 1)
+
+
+class Placement(NamedTuple):
+    """Where one call runs: the mesh, and how many regions each row holds."""
+
+    mesh: jax.sharding.Mesh  # devices [rows, columns], axes (REGION_AXIS, ANT_AXIS)
+    per_row: int
+
+    @property
+    def local_batch(self) -> int:
+        """Regions this process feeds to the call (its rows times ``per_row``)."""
+        return self.mesh.devices.shape[0] // jax.process_count() * self.per_row
+
+
+class Batch(NamedTuple):
+    """One colony call of `schedule`."""
+
+    indices: list[int]  # regions of the call (input positions; in a multi-process run, this
+    # process's, possibly none)
+    shape: PaddedShape  # the group's padded shape
+    config: ColonyConfig  # ants (and pheromone dtype) fitted to the memory budget
+    size: int  # regions this process feeds (>= len(indices); padded)
+    placement: Placement | None = None  # the devices of the call; None: the default
+
+
+def group_regions(
+    regions: Sequence[Region], machine: Machine, config: ColonyConfig, options: Options
+) -> dict[tuple[int, ColonyConfig], tuple[list[int], PaddedShape]]:
+    """Regions grouped by instruction bucket and by the config that fits each region alone in
+    the memory budget (so a region's ants never depend on the other regions of the call):
+    (bucket, config) -> (region indices, a padded shape they all fit)."""
+    groups: dict[tuple[int, ColonyConfig], list[int]] = {}
+    shapes: dict[int, PaddedShape] = {}
+    for i, r in enumerate(regions):
+        shapes[i] = canonical_shape(padded_shape(r, machine))
+        cfg = fit_ants(shapes[i], config, options.memory_budget)
+        groups.setdefault((shapes[i].n, cfg), []).append(i)
+    out = {}
+    for (n, cfg), idxs in groups.items():
+        if cfg != config:
+            warnings.warn(
+                f"regions of {n} instructions (padded) run with {cfg.ants} ants "
+                f"instead of {config.ants} and a {cfg.pheromone_dtype} pheromone table to fit "
+                f"the memory budget of {options.memory_budget >> 20} MiB",
+                stacklevel=4,
+            )
+        shape = shapes[idxs[0]]
+        for i in idxs[1:]:
+            shape = shape.join(shapes[i])
+        out[n, cfg] = (idxs, shape)
+    return out
+
+
+def plan_batches(
+    regions: Sequence[Region], machine: Machine, config: ColonyConfig, options: Options
+) -> list[Batch]:
+    """Batches of regions on the default device: `group_regions`, each group split into calls
+    of one batch size (`choose_batch`: few distinct batch shapes) that fit the memory budget."""
+    groups = group_regions(regions, machine, config, options)
+    return split_groups(groups, options)
+
+
+def split_groups(groups: dict, options: Options) -> list[Batch]:
+    """The calls of `group_regions`'s groups on one device: each group split into calls of one
+    batch size (`choose_batch`) within the memory budget, smallest buckets first."""
+    plan = []
+    for (_, cfg), (idxs, shape) in sorted(
+        groups.items(), key=lambda group: (group[0][0], -group[0][1].ants)
+    ):
+        cap = batch_cap(shape, cfg, options.memory_budget, options.max_batch)
+        size = choose_batch(len(idxs), cap)
+        plan += [
+            Batch(indices=idxs[k : k + size], shape=shape, config=cfg, size=size)
+            for k in range(0, len(idxs), size)
+        ]
+    return plan

@@ -23,7 +23,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from functools import partial
-from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -33,9 +32,9 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from jaxsched.colony.core import DONE, ColonyState, init, run, solution
-from jaxsched.colony.memory import batch_cap, choose_batch
+from jaxsched.colony.drivers.planning import Placement, batch_cap, choose_batch
 from jaxsched.colony.params import ColonyConfig, ColonyParams
-from jaxsched.colony.passes import Solution
+from jaxsched.colony.passes.transitions import Solution
 from jaxsched.colony.problem import ColonyProblem
 from jaxsched.compilation import COMPILED
 from jaxsched.distributed import allgather_json, barrier
@@ -45,18 +44,6 @@ from jaxsched.problem.region import Region
 
 #: Mesh axes: regions are split over rows, one region's ants over columns.
 REGION_AXIS, ANT_AXIS = "region_shards", "ant_shards"
-
-
-class Placement(NamedTuple):
-    """Where one call runs: the mesh, and how many regions each row holds."""
-
-    mesh: Mesh  # devices [rows, columns], axes (REGION_AXIS, ANT_AXIS)
-    per_row: int
-
-    @property
-    def local_batch(self) -> int:
-        """Regions this process feeds to the call (its rows times ``per_row``)."""
-        return self.mesh.devices.shape[0] // jax.process_count() * self.per_row
 
 
 def select_devices(devices: int | str) -> list[jax.Device]:
@@ -114,10 +101,10 @@ def plan_calls(groups: dict, options, devices: Sequence[jax.Device]) -> list:
     """Every call of the run, the same sequence on every process (collective).
 
     ``groups`` maps (bucket, config) to (this process's region indices, joined shape), as
-    `jaxsched.colony.host.group_regions` returns them. The processes' groups are gathered and
-    joined; each group is cut into calls of equal shape (one compilation per group) sized by
-    the per-device memory budget. Returns the fields of a `jaxsched.colony.host.Batch` per
-    call, by name: local indices, shape, config, regions this process feeds, `Placement`.
+    `planning.group_regions` returns them. The processes' groups are gathered and joined; each
+    group is cut into calls of equal shape (one compilation per group) sized by the per-device
+    memory budget. Returns the fields of a `planning.Batch` per call, by name: local indices,
+    shape, config, regions this process feeds, `Placement`.
     """
     mine = [[n, dataclasses.asdict(c), s._asdict(), len(i)] for (n, c), (i, s) in groups.items()]
     joined: dict[tuple[int, ColonyConfig], tuple[PaddedShape, int]] = {}

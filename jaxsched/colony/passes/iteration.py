@@ -15,11 +15,12 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxsched.colony import dispatch
-from jaxsched.colony.antshard import ant_total, ant_winner
-from jaxsched.colony.antstate import AntResults, StepInputs
+from jaxsched.colony.construction import dispatch
+from jaxsched.colony.construction.antstate import AntResults, StepInputs
+from jaxsched.colony.construction.prepared import BIG, Prepared, static_key
+from jaxsched.colony.drivers.antshard import ant_total, ant_winner
 from jaxsched.colony.params import ColonyConfig, ColonyParams, pass_params
-from jaxsched.colony.prepared import BIG, Prepared, static_key
+from jaxsched.colony.passes import pheromone
 from jaxsched.machines.model import RP_UNLIMITED, MachineArrays, rp_cost_jax, rp_limits
 
 
@@ -71,16 +72,9 @@ def start_pass(
     params: ColonyParams,
     config: ColonyConfig,
 ) -> PassState:
-    """A pass starting from a schedule (``order`` int32[N], its ``cost``, ``peak``, ``stalls``):
-    uniform pheromone ``tau_init_ants / (cost + 1)``, plus ``start_deposit`` on the start's
-    links (the first ants explore around a schedule known to meet the pass's RP target),
-    clamped to [tau_min, tau_max]."""
-    N = order.shape[0]
+    """A pass starting from a schedule (``order`` int32[N], its ``cost``, ``peak``, ``stalls``),
+    its pheromone table `pheromone.initial`."""
     heur = cost.astype(jnp.float32)
-    tau0 = jnp.clip(params.tau_init_ants / (heur + 1.0), params.tau_min, params.tau_max)
-    tau = jnp.full((N + 1, N + 1), tau0, jnp.float32)
-    prev = jnp.concatenate([jnp.array([N], jnp.int32), order[:-1]])
-    tau = jnp.clip(tau.at[prev, order].add(params.start_deposit), params.tau_min, params.tau_max)
     hist = jnp.full(config.max_iterations, -1, jnp.int32)
     return PassState(
         constants=PassConstants(
@@ -92,7 +86,7 @@ def start_pass(
             patience=jnp.asarray(patience, jnp.int32),
             key=key,
         ),
-        tau=tau.astype(config.pheromone_dtype),
+        tau=pheromone.initial(order, heur, params, config.pheromone_dtype),
         best_order=order,
         best_cost=jnp.asarray(cost, jnp.int32),
         best_peak=peak,
@@ -159,20 +153,6 @@ def step_inputs(
     )
 
 
-def _deposit(pass_state: PassState, order: jax.Array, cost: jax.Array, params: ColonyParams):
-    """[N + 1, N + 1] (the table's dtype): evaporate, deposit on the winner's links (none
-    when no ant was valid), clamp to [tau_min, tau_max]."""
-    N = order.shape[0]
-    heur = pass_state.constants.heuristic
-    found = cost < BIG
-    ratio = jnp.where(heur > 0, cost / (params.deposit_ref * jnp.maximum(heur, 1e-6)), 0.0)
-    amount = (1.0 - jnp.minimum(1.0, ratio)) * params.deposit_scale + params.deposit_base
-    prev = jnp.concatenate([jnp.array([N], jnp.int32), order[:-1]])
-    tau = pass_state.tau * (1.0 - params.decay).astype(pass_state.tau.dtype)
-    tau = tau.at[prev, order].add(jnp.where(found, amount, 0.0).astype(pass_state.tau.dtype))
-    return jnp.clip(tau, params.tau_min, params.tau_max).astype(pass_state.tau.dtype)
-
-
 def iterate(
     pass_state: PassState,
     prep: Prepared,
@@ -222,7 +202,9 @@ def iterate(
     alive = ant_total(~res.dead, ant_axis)
     careful = (alive == 0) & (pass_state.caution < params.caution_max)
     return pass_state._replace(
-        tau=_deposit(pass_state, w_order, w_cost, params),
+        tau=pheromone.deposit(
+            pass_state.tau, pass_state.constants.heuristic, w_order, w_cost, params
+        ),
         best_order=jnp.where(improved, w_order, pass_state.best_order),
         best_cost=best_cost,
         best_peak=jnp.where(improved, w_peak, pass_state.best_peak),

@@ -10,8 +10,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from jaxsched.colony.construction.prepared import BIG
 from jaxsched.colony.params import ColonyParams
-from jaxsched.colony.prepared import BIG
 
 
 def _links(order: jax.Array) -> tuple[jax.Array, jax.Array]:

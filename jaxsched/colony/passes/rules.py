@@ -12,8 +12,8 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any, NamedTuple
 
+from jaxsched.colony.construction.prepared import BIG
 from jaxsched.colony.params import ColonyParams, no_improvement_limit
-from jaxsched.colony.prepared import BIG
 from jaxsched.colony.problem import STARTS, ColonyProblem
 from jaxsched.machines.model import RP_UNLIMITED, occupancy_jax, rp_cost_jax, rp_limits
 

@@ -20,8 +20,8 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any, NamedTuple
 
-from jaxsched.colony import rules
 from jaxsched.colony.params import ColonyParams
+from jaxsched.colony.passes import rules
 from jaxsched.colony.problem import ColonyProblem
 
 Array = Any  # a NumPy or JAX array
@@ -117,7 +117,7 @@ def starts(region: ColonyProblem, retarget: Schedule, xp: ModuleType) -> Schedul
 
 
 def initial_retarget(region: ColonyProblem) -> Schedule:
-    """"list-target" as the problem gives it (before the RP pass ends)."""
+    """ "list-target" as the problem gives it (before the RP pass ends)."""
     return Schedule(
         order=region.start_order[rules.LIST_TARGET],
         peak=region.start_peak[rules.LIST_TARGET],

@@ -1,11 +1,11 @@
 // Native ant construction on the CPU: an XLA FFI custom call ("jaxsched_construct") that builds
 // every ant's schedule of one or more regions, one ant after another, with the rules and the
-// random stream of `construct_ants` in jaxsched/colony/construct.py, bit for bit.
+// random stream of `construct_ants` in jaxsched/colony/construction/construct.py, bit for bit.
 //
 // Bit-identity with the `lax` path:
 //   * The same state machine: compact ready list with swap-remove, release of successors into
-//     the next slots, the register update (`register_update`; in sequence here, which equals
-//     it since an instruction's uses and defs are unique), issue timing, death. Sentinel
+//     the next slots, the register update (`issue.register_update`; in sequence here, which
+//     equals it since an instruction's uses and defs are unique), issue timing, death. Sentinel
 //     writes of the `lax` path (instruction N, register R, slot K) only touch dummy rows that
 //     are never read, so they are skipped here.
 //   * The same float32 operations in the same order (compiled with -ffp-contract=off, so
@@ -13,16 +13,23 @@
 //     fused multiply-add (LLVM does when the CPU has FMA), `mad` does too, by the `fma` flag
 //     the caller measures on its own XLA (`native.xla_contracts`).
 //   * The roulette runs on integer weights (exact prefix sums) and the random numbers are the
-//     `uniform` hash of the per-ant seeds the caller drew with `construct.make_seeds`.
+//     `draws.uniform` hash of the per-ant seeds the caller drew with `draws.make_seeds`.
 //
 // Batching: every operand and result has the same leading batch axes (`jax.vmap` with
 // vmap_method="broadcast_all"); regions are solved one after another.
+//
+// The packed scalar operands (`ints`, `floats`) are laid out by the Python side's tables
+// (`native.INTS`, `native.FLOATS`): the build generates construct_layout.h from them
+// (`native.layout_header`), the kernel reads every value by its name there and checks the
+// operands' sizes, and the loader checks the layout the library reports
+// (`JaxschedConstructLayout`) against the tables.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <vector>
 
+#include "construct_layout.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace ffi = xla::ffi;
@@ -39,7 +46,7 @@ inline uint32_t hash32(uint32_t x) {
   return x ^ (x >> 16);
 }
 
-// `construct.uniform`: f32 in [0, 1) from a seed and the step.
+// `draws.uniform`: f32 in [0, 1) from a seed and the step (`draws.hash32` above).
 inline float uniform01(uint32_t seed, int32_t step) {
   uint32_t bits = hash32(seed + static_cast<uint32_t>(step) * 0x9E3779B9u);
   return static_cast<float>(bits >> 8) * (1.0f / static_cast<float>(1 << 24));
@@ -95,10 +102,10 @@ struct Region {
 inline float tau_value(float x) { return x; }
 inline float tau_value(uint16_t x) { return half_to_float(x); }
 
-// `construct._stall_damping`: max((G - 2w) / G, 1 / G).
+// `decision._stall_damping`: max((G - 2w) / G, 1 / G).
 inline float stall_damping(float w, float g) { return std::max((g - 2.0f * w) / g, 1.0f / g); }
 
-// One ant's construction state (`construct.AntsState`), per-file arrays minor in the file.
+// One ant's construction state (`antstate.AntsState`), per-file arrays minor in the file.
 struct Ant {
   std::vector<int32_t> ids, e, born, kill;  // ready slots [K + 1] ([K + 1, F])
   std::vector<float> key;                   // [K + 1]
@@ -169,7 +176,7 @@ template <typename Tau, int FF>
 struct Kernel {
   static int32_t files(const Region& g) { return FF > 0 ? FF : g.F; }
 
-  // `construct._dynamic_terms` (the per-file kill and born widths and the wait, each over its
+  // `decision._dynamic_terms` (the per-file kill and born widths and the wait, each over its
   // maximum over the slots, weighted) into a.extra; only when one of their weights is set.
   static void dynamic_terms(const Region& g, Ant& a, int32_t cycle) {
     const int32_t F = files(g), count = a.count;
@@ -177,7 +184,7 @@ struct Kernel {
     for (int32_t k = 0; k < count; ++k)
       m = std::max(m, std::max(static_cast<float>(a.e[k] - cycle), 0.0f));
     const float inv_wait = 1.0f / std::max(m, 1.0f);
-    float inv_kill[64], inv_born[64];
+    float inv_kill[layout::kMaxRegs], inv_born[layout::kMaxRegs];
     for (int32_t f = 0; f < F; ++f) {
       int32_t mk = 0, mb = 0;
       for (int32_t k = 0; k < count; ++k) {
@@ -199,7 +206,7 @@ struct Kernel {
     }
   }
 
-  // Register effect of every slot (`construct._candidates`): flags semi-ready (against
+  // Register effect of every slot (`decision._candidates`): flags semi-ready (against
   // `cycle`), over the soft limit, raises the RP; a.kill_sum. Returns whether a ready slot
   // stays within the soft limit; *any_ready / *min_e: a slot is ready / the first earliest
   // cycle; *calm / *safe: bit 0 among ready slots, bit 1 among all, a slot does not raise
@@ -208,7 +215,7 @@ struct Kernel {
                       int* calm, int* safe, int32_t* kill_max) {
     const int32_t F = files(g), count = a.count;
     // over: live_w + born - kill + live_through > soft_limit, i.e. born - kill > room.
-    int32_t room[64];
+    int32_t room[layout::kMaxRegs];
     for (int32_t f = 0; f < F; ++f) room[f] = g.soft_limit[f] - a.live_w[f] - g.live_through[f];
     const int32_t* __restrict born_k = a.born.data();
     const int32_t* __restrict kill_k = a.kill.data();
@@ -244,9 +251,9 @@ struct Kernel {
     return safe_ready;
   }
 
-  // `construct.decide`: candidates (`_candidates`), scores (`_scores`) and the pick
-  // (`pick_slot`). Returns the slot; *cycle / *issued: the ant's cycle after a necessary
-  // stall and the instructions already issued in it.
+  // `decision.decide`: candidates (`decision._candidates`), scores (`decision._scores`) and
+  // the pick (`decision.pick_slot`). Returns the slot; *cycle / *issued: the ant's cycle
+  // after a necessary stall and the instructions already issued in it.
   static int32_t decide(const Region& g, Ant& a, int32_t t, uint32_t seed, uint32_t coin,
                         bool may_stall, int32_t* cycle_out, int32_t* issued_out) {
     const int32_t count = a.count;
@@ -376,8 +383,8 @@ struct Kernel {
     if (k != g.K) add_wf(g, &a.kill[static_cast<size_t>(k) * files(g)], r, 1);
   }
 
-  // j's registers (`construct.register_update`, then `_registers`' writes), in sequence:
-  // uses first (a last use dies; a live register with one use left is killed by that last
+  // j's registers (`issue.register_update`, then `construct._registers`' writes), in
+  // sequence: uses first (a last use dies; a live register with one use left is killed by that last
   // user), defs born, the peak, then dead defs die (and a newborn with one use is killed by
   // it). Uses and defs are unique per instruction, so this equals the `lax` path's update
   // from the old values (a register both used and defined sees its use first there too).
@@ -422,13 +429,14 @@ struct Kernel {
     }
   }
 
-  // One step (`construct.apply_pick` after `decide`): the ant issues the candidate it picks.
+  // One step (`construct.apply_pick` after `decision.decide`): the ant issues the candidate it
+  // picks.
   static void step(const Region& g, Ant& a, int32_t t, uint32_t seed, uint32_t coin,
                    bool may_stall, int32_t* order) {
     int32_t cycle, issued;
     const int32_t pick = decide(g, a, t, seed, coin, may_stall, &cycle, &issued);
     const int32_t j = a.ids[pick];
-    // Issue timing (`issue_timing`).
+    // Issue timing (`issue.issue_timing`).
     const int32_t earliest = a.e[pick];
     const int32_t issue_cycle = std::max(cycle, earliest);
     if (earliest > cycle) a.stalls += issue_cycle - cycle;
@@ -516,12 +524,13 @@ ffi::Error Construct(ffi::AnyBuffer n, ffi::AnyBuffer succ, ffi::AnyBuffer succ_
   //   init_kill     int32[B, F, N + 1]: width each instruction kills at the start
   //   tau           f32|f16[B, N + 1, N + 1]: pheromone (row N: the start)
   //   key           f32[B, N + 1]: static heuristic key
-  //   ints          int32[B, 5 + 2F]: timed, issue_width, num_steps, active, fma,
-  //                 rp_limit[F], soft_limit[F]
-  //   floats        f32[B, 10 + 2F]: q0, stall_budget, ws (static weight sum), wl (last-use
-  //                 weight), den (key denominator), weight_wait, rp_damping,
-  //                 overflow_damping, score_floor, dynamic (1: a kill/born/wait weight set),
-  //                 weight_kill[F], weight_born[F]
+  //   ints          int32[B, layout::ints::size(F)]: the scalars of `layout::ints` by name
+  //                 (timed, issue_width, num_steps, active, fma), then its per-file blocks
+  //                 (rp_limit[F], soft_limit[F]); construct_layout.h
+  //   floats        f32[B, layout::floats::size(F)]: likewise `layout::floats` (q0,
+  //                 stall_budget, the static weight sum, the last-use weight, the key
+  //                 denominator, weight_wait, rp_damping, overflow_damping, score_floor,
+  //                 dynamic (1: a kill/born/wait weight set); weight_kill[F], weight_born[F])
   //   seeds         uint32[B, 3, A]: roulette seed, exploitation coin, may_stall (0/1)
   // Results: order int32[B, A, N], peak int32[B, A, F], length, stalls int32[B, A],
   //          dead bool[B, A].
@@ -534,12 +543,19 @@ ffi::Error Construct(ffi::AnyBuffer n, ffi::AnyBuffer succ, ffi::AnyBuffer succ_
   const int32_t U = static_cast<int32_t>(last_dim(uses));
   const int32_t V = static_cast<int32_t>(last_dim(defs));
   const int32_t A = static_cast<int32_t>(last_dim(seeds));
-  if (U > 64 || V > 64 || F > 64)
-    return ffi::Error::InvalidArgument("jaxsched_construct: at most 64 uses, defs and files");
+  if (U > layout::kMaxRegs || V > layout::kMaxRegs || F > layout::kMaxRegs)
+    return ffi::Error::InvalidArgument(
+        "jaxsched_construct: too many uses, defs or files (native.MAX_REGS_PER_INSTRUCTION)");
   const bool f16 = tau.element_type() == ffi::DataType::F16;
   if (!f16 && tau.element_type() != ffi::DataType::F32)
     return ffi::Error::InvalidArgument("jaxsched_construct: tau must be f32 or f16");
-  const size_t nI = 5 + 2 * F, nF = 10 + 2 * F;
+  namespace li = layout::ints;
+  namespace lf = layout::floats;
+  const size_t nI = li::size(F), nF = lf::size(F);
+  if (last_dim(ints) != nI || last_dim(floats) != nF)
+    return ffi::Error::InvalidArgument(
+        "jaxsched_construct: the ints / floats operands do not have the sizes of "
+        "construct_layout.h (a library built from another layout)");
   Ant proto, ant;
   for (size_t b = 0; b < B; ++b) {
     Region g;
@@ -565,14 +581,16 @@ ffi::Error Construct(ffi::AnyBuffer n, ffi::AnyBuffer succ, ffi::AnyBuffer succ_
                 : static_cast<const void*>(at<float>(tau, b, tau_size));
     g.key = at<float>(key, b, N1);
     const int32_t* iv = at<int32_t>(ints, b, nI);
-    g.timed = iv[0], g.issue_width = iv[1], g.steps = iv[2], g.active = iv[3] != 0;
-    g.fma = iv[4] != 0;
-    g.rp_limit = iv + 5, g.soft_limit = iv + 5 + F;
+    g.timed = iv[li::timed], g.issue_width = iv[li::issue_width], g.steps = iv[li::num_steps];
+    g.active = iv[li::active] != 0, g.fma = iv[li::fma] != 0;
+    g.rp_limit = iv + li::block(li::rp_limit, F), g.soft_limit = iv + li::block(li::soft_limit, F);
     const float* fv = at<float>(floats, b, nF);
-    g.q0 = fv[0], g.stall_budget = fv[1], g.ws = fv[2], g.wl = fv[3], g.den = fv[4];
-    g.ww = fv[5], g.rp_damping = fv[6], g.overflow_damping = fv[7], g.score_floor = fv[8];
-    g.dynamic = fv[9] != 0.0f;
-    g.wk = fv + 10, g.wb = fv + 10 + F;
+    g.q0 = fv[lf::q0], g.stall_budget = fv[lf::stall_budget];
+    g.ws = fv[lf::static_weight_sum], g.wl = fv[lf::weight_last_use];
+    g.den = fv[lf::key_denominator], g.ww = fv[lf::weight_wait];
+    g.rp_damping = fv[lf::rp_damping], g.overflow_damping = fv[lf::overflow_damping];
+    g.score_floor = fv[lf::score_floor], g.dynamic = fv[lf::dynamic] != 0.0f;
+    g.wk = fv + lf::block(lf::weight_kill, F), g.wb = fv + lf::block(lf::weight_born, F);
     const size_t AN = static_cast<size_t>(A) * g.N, AF = static_cast<size_t>(A) * F;
     auto* out_order = reinterpret_cast<int32_t*>(order->untyped_data()) + b * AN;
     auto* out_peak = reinterpret_cast<int32_t*>(peak->untyped_data()) + b * AF;
@@ -591,6 +609,9 @@ ffi::Error Construct(ffi::AnyBuffer n, ffi::AnyBuffer succ, ffi::AnyBuffer succ_
 }
 
 }  // namespace
+
+// The layout this library was built with (`native.check_layout` compares it with the tables).
+extern "C" const char* JaxschedConstructLayout() { return layout::kText; }
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxschedConstruct, Construct,
                               ffi::Ffi::Bind()
