@@ -18,17 +18,14 @@ import ctypes
 import json
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
+import harness
 import numpy as np
 
 from jaxsched.makespan import SM, estimate, normalize
 from jaxsched.makespan.model import lower_bound, round_robin
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import harness
 
 HERE = Path(__file__).resolve().parent
 C_SOURCE = HERE / "makespan_anneal.c"

@@ -1,16 +1,21 @@
 """One contract for both JAX cores (docs/conventions.md): the colony (`jaxsched.colony`) and
-the warp-makespan annealer (`jaxsched.makespan`), each seen through the same four functions:
+the warp-makespan annealer (`jaxsched.makespan`) share one protocol, so one table holds both and
+every test calls them the same way, with no adapter:
 
-    start(key, params) -> state      step(key, state, params) -> state
-    run(key, state, params, steps) -> state       (``key`` unused by the colony: its state
-                                                   carries its own)
+    state = api.init(key, problem, params, **start, **options)
+    state = api.step(state, problem, params, **options)
+    state = api.run(state, problem, params, steps, **options)
 
-Both must give: jit equal to eager; `vmap` over stacked params equal to separate calls;
-`lax.scan` of `step` equal to `run`; `run(a)` then `run(b)` equal to `run(a + b)`; and no
+(``options``: the static configuration, the colony's ``config``; ``start``: what else a start
+takes, the annealer's start ``strings``). Both must give: jit equal to eager; `vmap` over
+stacked params equal to separate calls; `lax.scan` of `step` equal to `run`; `run(a)` then
+`run(b)` equal to `run(a + b)`; the same key the same run and another key another run; and no
 retracing for new parameter values or step counts."""
 
 from __future__ import annotations
 
+from functools import partial
+from types import ModuleType
 from typing import Any, NamedTuple
 
 import chex
@@ -27,127 +32,164 @@ from jaxsched.problem.generate import generate_regions
 
 
 class Core(NamedTuple):
-    """One core behind the contract's four functions, and two parameter settings."""
+    """One core of the contract: its module and an instance."""
 
-    start: Any  # (key, params) -> state
-    step: Any  # (key, state, params) -> state
-    run: Any  # (key, state, params, steps) -> state
-    params: tuple  # two settings (pytrees of the same structure)
+    api: ModuleType  # init, step, run and default_params, with the protocol above
+    problem: Any  # the core's problem pytree
+    settings: tuple  # two parameter settings from api.default_params (one structure)
+    start: dict  # init's arguments beyond (key, problem, params)
+    options: dict  # keyword-only static configuration of init, step and run
 
 
-def _colony() -> Core:
+def _colony_problem() -> colony.ColonyProblem:
     rng = np.random.default_rng(0)
     regs = [r for r in generate_regions(5, 12, 9, 16) if 9 <= len(r) <= 16][:2]
     machine = generic(registers_per_file=32, max_occupancy=8)
-    prob = colony.problem([shuffled(r, rng) for r in regs], machine, starts=("input",))
-    config = colony.ColonyConfig(wavefronts=2, wavefront_size=16, max_iterations=4)
-    settings = (colony.default_params(cycle_threshold=-1.0), colony.default_params(decay=0.5))
+    return colony.problem([shuffled(r, rng) for r in regs], machine, starts=("input",))
+
+
+def _colony() -> Core:
     return Core(
-        start=lambda key, p: colony.init(key, prob, p, config=config),
-        step=lambda key, s, p: colony.step(s, prob, p, config=config),
-        run=lambda key, s, p, k: colony.run(s, prob, p, k, config=config),
-        params=settings,
+        api=colony,
+        problem=_colony_problem(),
+        settings=(colony.default_params(cycle_threshold=-1.0), colony.default_params(decay=0.5)),
+        start={},
+        options={"config": colony.ColonyConfig(wavefronts=2, wavefront_size=16, max_iterations=4)},
     )
 
 
+SM4 = ms.SM(schedulers=4, capacity={"L": 1, "C": 4, "S": 1, "D": 0.5})
+
+
 def _annealer() -> Core:
-    norm = ms.normalize("LCCSLD", ms.SM(schedulers=4, capacity={"L": 1, "C": 4, "S": 1, "D": 0.5}))
-    warps, chains = 4, 8
-    tab = ms.tables(norm, warps)
-
-    def start(key, p):
-        strings, _ = ms.start_strings(norm, warps, chains, ms.STARTS, key)
-        return ms.init(tab, jnp.asarray(strings))
-
+    norm, warps, chains = ms.normalize("LCCSLD", SM4), 4, 8
+    strings, _ = ms.start_strings(norm, warps, chains, ms.STARTS, jax.random.key(0))
     return Core(
-        start=start,
-        step=lambda key, s, p: ms.step(jax.random.fold_in(key, s.iteration), s, tab, p),
-        run=lambda key, s, p, k: ms.run(key, s, tab, p, k),
-        params=(ms.make_params(50), ms.make_params(200, t0=2.0, moves=(1.0, 0.0, 0.0))),
+        api=ms,
+        problem=ms.tables(norm, warps),
+        settings=(ms.default_params(50), ms.default_params(200, t0=2.0, moves=(1.0, 0.0, 0.0))),
+        start={"strings": jnp.asarray(strings)},
+        options={},
     )
 
 
 CORES = {"colony": _colony, "annealer": _annealer}
 
 
+class Bench(NamedTuple):
+    """A core with what its tests share: one compilation of `init` and one of `run`."""
+
+    core: Core
+    init: Any  # jitted init
+    run: Any  # jitted run, failing when traced a second time (chex.assert_max_traces)
+    state: Any  # the state before the first step: key 1, the first setting
+
+
 @pytest.fixture(scope="module", params=sorted(CORES))
-def core(request) -> Core:
-    return CORES[request.param]()
+def bench(request) -> Bench:
+    core = CORES[request.param]()
+    static = tuple(core.options)
+    init = jax.jit(core.api.init, static_argnames=static)
+    state = init(jax.random.key(1), core.problem, core.settings[0], **core.start, **core.options)
+    chex.clear_trace_counter()  # a new jitted run traces anew
+    traced_once = chex.assert_max_traces(core.api.run, n=1)
+    return Bench(
+        core=core, init=init, run=jax.jit(traced_once, static_argnames=static), state=state
+    )
+
+
+def _init(bench: Bench, key: jax.Array, params) -> Any:
+    core = bench.core
+    return bench.init(key, core.problem, params, **core.start, **core.options)
+
+
+def _run(bench: Bench, state, params, steps: int) -> Any:
+    """``steps`` steps with the shared jitted run (a traced step count: one compilation)."""
+    core = bench.core
+    return bench.run(state, core.problem, params, jnp.int32(steps), **core.options)
 
 
 def _equal(a, b) -> None:
     chex.assert_trees_all_equal(jax.device_get(a), jax.device_get(b))
 
 
+def _data(state) -> list[np.ndarray]:
+    """The state's leaves that are not keys."""
+    leaves = jax.tree.leaves(jax.device_get(state))
+    return [x for x in leaves if not jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key)]
+
+
 def _moved(a, b) -> bool:
-    """Some leaf of two states differs (the steps did something)."""
-    leaves = jax.tree.leaves(jax.device_get(a)), jax.tree.leaves(jax.device_get(b))
-    pairs = zip(*leaves, strict=True)
+    """Some leaf other than a key differs between two states (the steps did something)."""
+    pairs = zip(_data(a), _data(b), strict=True)
     return any(not np.array_equal(x, y) for x, y in pairs)
 
 
-def test_jit_equals_eager(core):
-    key, p = jax.random.key(1), core.params[0]
-    s0 = core.start(key, p)
-    eager = core.run(key, s0, p, 3)
-    assert _moved(eager, s0)  # not vacuous: three steps change the state
-    _equal(jax.jit(core.run)(key, s0, p, jnp.int32(3)), eager)
+def test_jit_equals_eager(bench):
+    core, p = bench.core, bench.core.settings[0]
+    eager = core.api.run(bench.state, core.problem, p, 3, **core.options)
+    assert _moved(eager, bench.state)  # not vacuous: three steps change the state
+    _equal(_run(bench, bench.state, p, 3), eager)
 
 
-def test_vmap_over_params_equals_separate_calls(core):
-    key = jax.random.key(2)
-    s0 = core.start(key, core.params[0])
-    run = jax.jit(core.run)
-    separate = [run(key, s0, p, jnp.int32(4)) for p in core.params]
+def test_vmap_over_params_equals_separate_calls(bench):
+    core = bench.core
+    separate = [_run(bench, bench.state, p, 4) for p in core.settings]
     assert _moved(*separate)  # the two settings give two results
-    batched = jax.jit(jax.vmap(core.run, in_axes=(None, None, 0, None)))(
-        key, s0, stack_trees(core.params), jnp.int32(4)
+    run = partial(core.api.run, **core.options)
+    batched = jax.jit(jax.vmap(run, in_axes=(None, None, 0, None)))(
+        bench.state, core.problem, stack_trees(core.settings), jnp.int32(4)
     )
     _equal(batched, stack_trees(separate))
 
 
-def test_scan_of_step_equals_run(core):
-    key, p = jax.random.key(3), core.params[0]
-    s0 = core.start(key, p)
+def test_scan_of_step_equals_run(bench):
+    core, p = bench.core, bench.core.settings[0]
+    step = partial(core.api.step, problem=core.problem, params=p, **core.options)
+
+    def body(state, _):
+        return step(state), None
 
     @jax.jit
-    def scanned(s):
-        return jax.lax.scan(lambda st, _: (core.step(key, st, p), None), s, None, length=4)[0]
+    def scanned(state):
+        return jax.lax.scan(body, state, None, length=4)[0]
 
-    _equal(scanned(s0), jax.jit(core.run)(key, s0, p, jnp.int32(4)))
-
-
-def test_run_a_then_b_equals_run_a_plus_b(core):
-    key, p = jax.random.key(4), core.params[0]
-    s0 = core.start(key, p)
-    run = jax.jit(core.run)
-    _equal(run(key, run(key, s0, p, jnp.int32(2)), p, jnp.int32(3)), run(key, s0, p, jnp.int32(5)))
+    _equal(scanned(bench.state), _run(bench, bench.state, p, 4))
 
 
-def test_no_retracing_for_new_params_or_step_counts(core):
-    key = jax.random.key(5)
-    s0 = core.start(key, core.params[0])
-    chex.clear_trace_counter()
-    run = jax.jit(chex.assert_max_traces(core.run, n=1))
-    for p, k in zip(core.params, (2, 3), strict=True):
-        run(key, s0, p, jnp.int32(k))
+def test_run_a_then_b_equals_run_a_plus_b(bench):
+    p = bench.core.settings[0]
+    _equal(_run(bench, _run(bench, bench.state, p, 2), p, 3), _run(bench, bench.state, p, 5))
+
+
+def test_the_key_decides_the_run(bench):
+    p = bench.core.settings[0]
+    again = _init(bench, jax.random.key(1), p)
+    _equal(_run(bench, again, p, 4), _run(bench, bench.state, p, 4))
+    other = _run(bench, _init(bench, jax.random.key(2), p), p, 4)
+    assert _moved(other, _run(bench, bench.state, p, 4))
+
+
+def test_no_retracing_for_new_params_or_step_counts(bench):
+    # bench.run fails when traced twice; every test of the core used it with its settings and
+    # step counts, and here the other setting and new counts once more.
+    for p, steps in zip(bench.core.settings, (2, 3), strict=True):
+        _run(bench, bench.state, p, steps)
+    with pytest.raises(AssertionError, match="traced > 1 times"):  # the check can fail
+        _run(bench, jax.tree.map(lambda x: x[None], bench.state), bench.core.settings[0], 1)
 
 
 def test_the_entry_points_refuse_arrays_of_inconsistent_shapes():
     """`chex` shape checks at the cores' entry points: a clear error when traced, not an
     index out of range inside a step."""
-    rng = np.random.default_rng(0)
-    regs = [r for r in generate_regions(5, 12, 9, 16) if 9 <= len(r) <= 16][:2]
-    machine = generic(registers_per_file=32, max_occupancy=8)
-    prob = colony.problem([shuffled(r, rng) for r in regs], machine, starts=("input",))
+    prob = _colony_problem()
     params, key = colony.default_params(), jax.random.key(0)
     jax.eval_shape(lambda: colony.init(key, prob, params))  # consistent: no error
     cut = prob._replace(start_order=prob.start_order[..., :-1])
     with pytest.raises(AssertionError, match="shape"):
         jax.eval_shape(lambda: colony.init(key, cut, params))
-    norm = ms.normalize("LCCSLD", ms.SM(schedulers=4, capacity={"L": 1, "C": 4, "S": 1, "D": 1}))
-    tab = ms.tables(norm, 4)
+    tab = ms.tables(ms.normalize("LCCSLD", SM4), 4)
     with pytest.raises(AssertionError, match="rank"):
-        ms.init(tab, jnp.zeros(24, jnp.int32))
+        ms.init(key, tab, ms.default_params(), jnp.zeros(24, jnp.int32))
     with pytest.raises(AssertionError, match="type"):
-        ms.init(tab, jnp.zeros((24, 8), jnp.float32))
+        ms.init(key, tab, ms.default_params(), jnp.zeros((24, 8), jnp.float32))

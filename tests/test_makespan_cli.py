@@ -1,4 +1,6 @@
-"""Smoke tests of ``jaxsched makespan``."""
+"""Smoke tests of ``jaxsched makespan``, in process (`main`). Every run has one shape (3 warps,
+5 instructions after normalisation, 3 chains: every chain starts from a template, so no random
+start strings), so the file compiles the annealer once."""
 
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ def test_cli_json(capsys):
             "--capacity",
             "L=1,C=2,S=0.5",
             "--chains",
-            "16",
+            "3",
             "--iterations",
             "50",
             "--json",
@@ -51,13 +53,13 @@ def test_cli_text_progress_and_plot(tmp_path, capsys):
             "--kernel",
             "LCCD",
             "--warps",
-            "4",
+            "3",
             "--schedulers",
             "4",
             "--capacity",
             "L=1,C=4,D=0.5",
             "--chains",
-            "8",
+            "3",
             "--iterations",
             "20",
             "--plot",
@@ -88,11 +90,11 @@ def test_cli_errors(argv, match, capsys):
 
 
 def test_cli_memory_budget_and_plan_line(capsys):
-    argv = ["makespan", "--kernel", "LCS", "--warps", "3", "--schedulers", "2",
-            "--capacity", "L=1,C=2,S=1", "--chains", "4", "--iterations", "3"]  # fmt: skip
+    argv = ["makespan", "--kernel", "LCSD", "--warps", "3", "--schedulers", "2",
+            "--capacity", "L=1,C=2,S=1,D=0.5", "--chains", "3", "--iterations", "3"]  # fmt: skip
     assert main([*argv, "--memory-budget", "64M"]) == 0
     err = capsys.readouterr().err
-    assert "makespan: W=3 x I=3 = 9 positions, 4 chains x 3 steps" in err
+    assert "makespan: W=3 x I=5 = 15 positions, 3 chains x 3 steps" in err
     assert main([*argv, "--chains", "100000", "--memory-budget", "16M"]) == 2
     err = capsys.readouterr().err
     assert "100000 chains need" in err and "chains fit" in err and "16.0 MiB" in err
@@ -112,19 +114,20 @@ def test_cli_ptx(tmp_path, capsys):
         "\tret;\n}\n"
     )
     kernel = ptx.kernel_string(src)
+    assert len(kernel) == 5  # the file's shape
     rc = main(
         [
             "makespan",
             "--ptx",
             str(src),
             "--warps",
-            "2",
+            "3",
             "--schedulers",
             "2",
             "--capacity",
             "L=1,C=1,S=1,D=1",
             "--chains",
-            "4",
+            "3",
             "--iterations",
             "5",
             "--json",

@@ -15,12 +15,18 @@ import pytest
 from cuda_lowering import TRITON_CALL, lower_for_cuda
 from helpers import check_chain_state
 
+# The Pallas interpreter's first trace imports this module, which defines a configuration value
+# of JAX's trace context: every function compiled before it would then trace and compile again.
+# Imported first, nothing compiles twice.
+from jax.experimental.pallas import fuser  # noqa: F401  # isort: skip
+
 import jaxsched.makespan as ms
 from jaxsched import fused
 from jaxsched.cli.main import main
-from jaxsched.makespan import SM, MakespanError, init, make_params, normalize, run, tables
+from jaxsched.makespan import SM, MakespanError, default_params, init, normalize, run, tables
 from jaxsched.makespan.host import plan_estimate
 from jaxsched.makespan.kernel import run_fused
+from jaxsched.makespan.model import fixed_priority, most_pending, round_robin
 
 RUN = jax.jit(run)
 INIT = jax.jit(init)
@@ -38,16 +44,34 @@ def _fused(*args):
 FUSED = jax.jit(_fused)
 
 
+def _starts(rng: np.random.Generator, norm, warps: int, chains: int) -> np.ndarray:
+    """Start strings int32[W*I, chains] as `start_strings` mixes them (round robin, priority,
+    most pending, random), the random ones drawn on the host (no compilation per shape)."""
+    n_instr = len(norm.kernel)
+    templates = (
+        round_robin(warps, n_instr),
+        fixed_priority(warps, n_instr),
+        most_pending(norm, warps),
+        None,
+    )
+    columns = [
+        rng.permutation(templates[0]) if templates[c % 4] is None else templates[c % 4]
+        for c in range(chains)
+    ]
+    return np.stack(columns, axis=1).astype(np.int32)
+
+
 def _instance(rng: np.random.Generator, n_instr: int, warps: int, chains: int):
-    """(normalised kernel, tables, start state) of a random kernel of ``n_instr`` instructions on
-    a random SM (1..4 schedulers, integer capacities 1..4: the length stays ``n_instr``)."""
+    """(normalised kernel, tables, start state with a random key) of a random kernel of
+    ``n_instr`` instructions on a random SM (1..4 schedulers, integer capacities 1..4: the
+    length stays ``n_instr``)."""
     kernel = "".join(rng.choice(list("LCSD"), n_instr))
     caps = {u: int(rng.integers(1, 5)) for u in "LCSD"}
     norm = normalize(kernel, SM(schedulers=int(rng.integers(1, 5)), capacity=caps))
     tab = tables(norm, warps)
     key = jax.random.key(int(rng.integers(1 << 30)))
-    strings, _ = ms.start_strings(norm, warps, chains, ms.STARTS, key)
-    return norm, tab, INIT(tab, jnp.asarray(strings))
+    strings = _starts(rng, norm, warps, chains)
+    return norm, tab, INIT(key, tab, default_params(), jnp.asarray(strings))
 
 
 def _params(rng: np.random.Generator, steps: int):
@@ -56,13 +80,16 @@ def _params(rng: np.random.Generator, steps: int):
     moves = rng.random(3) * (rng.random(3) < 0.8)
     moves = moves if moves.sum() > 0 else np.eye(3)[rng.integers(3)]
     t0 = float(rng.choice([0.0, 0.3, 2.0, 50.0]))
-    return make_params(int(rng.integers(max(1, steps // 2), 2 * steps)), t0=t0, moves=moves)
+    return default_params(int(rng.integers(max(1, steps // 2), 2 * steps)), t0=t0, moves=moves)
 
 
 def _assert_same(ref, out) -> None:
     names = ("string", "cycle", "unit", "makespan", "best_string", "best_makespan", "iteration")
-    for name, a, b in zip(names, jax.tree.leaves(ref), jax.tree.leaves(out), strict=True):
+    ref_data, out_data = (jax.tree.leaves(s._replace(key=None)) for s in (ref, out))
+    for name, a, b in zip(names, ref_data, out_data, strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=name)
+    keys = [jax.random.key_data(s.key) for s in (ref, out)]
+    np.testing.assert_array_equal(*keys, err_msg="key")
 
 
 @pytest.mark.parametrize(
@@ -83,9 +110,8 @@ def test_fused_equals_lax_on_random_instances(n_instr, warps, chains, instances)
         norm, tab, state = _instance(rng, n_instr, warps, chains)
         steps = int(rng.integers(1, 23))
         params = _params(rng, steps)
-        key = jax.random.key(int(rng.integers(1 << 30)))
-        ref = RUN(key, state, tab, params, jnp.int32(steps))
-        out = FUSED(key, state, tab, params, jnp.int32(steps))
+        ref = RUN(state, tab, params, jnp.int32(steps))
+        out = FUSED(state, tab, params, jnp.int32(steps))
         _assert_same(ref, out)
         check_chain_state(norm, out)
 
@@ -95,12 +121,12 @@ def test_fused_equals_lax_on_tight_capacities_and_resumed_runs():
     # equals one call (step it draws from fold_in(key, it)).
     norm = normalize("LLLLCSDL", SM(schedulers=2, capacity=dict.fromkeys("LCSD", 1)))
     tab = tables(norm, 16)
-    strings, _ = ms.start_strings(norm, 16, 8, ms.STARTS, jax.random.key(7))
-    state = INIT(tab, jnp.asarray(strings))
-    params, key = make_params(30, t0=1.0), jax.random.key(8)
-    ref = RUN(key, state, tab, params, jnp.int32(30))
-    half = FUSED(key, state, tab, params, jnp.int32(13))
-    out = FUSED(key, half, tab, params, jnp.int32(17))
+    strings = _starts(np.random.default_rng(7), norm, 16, 8)
+    params = default_params(30, t0=1.0)
+    state = INIT(jax.random.key(8), tab, params, jnp.asarray(strings))
+    ref = RUN(state, tab, params, jnp.int32(30))
+    half = FUSED(state, tab, params, jnp.int32(13))
+    out = FUSED(half, tab, params, jnp.int32(17))
     _assert_same(ref, out)
     check_chain_state(norm, out)
     assert int(np.asarray(ref.best_makespan).max()) > 64  # past the first two words
@@ -117,8 +143,10 @@ def test_kernel_lowers_for_cuda(n_instr, warps, chains):
     )
     tab = tables(norm, warps)
     n = warps * n_instr
-    state = jax.eval_shape(init, tab, jax.ShapeDtypeStruct((n, chains), jnp.int32))
-    args = (jax.random.key(0), state, tab, make_params(10), jnp.int32(100))
+    params = default_params(10)
+    strings = jax.ShapeDtypeStruct((n, chains), jnp.int32)
+    state = jax.eval_shape(init, jax.random.key(0), tab, params, strings)
+    args = (state, tab, params, jnp.int32(100))
     text = lower_for_cuda(run_fused, *args)
     assert text.count(TRITON_CALL) == 1  # one kernel, launched in a loop
 
@@ -129,13 +157,13 @@ def test_no_retrace_when_params_steps_key_or_kernel_change():
     rng = np.random.default_rng(3)
     norm, tab, state = _instance(rng, 6, 4, 16)
     before = TRACES[0]
-    out = FUSED(jax.random.key(1), state, tab, make_params(50), jnp.int32(5))
+    out = FUSED(state, tab, default_params(50), jnp.int32(5))
     assert TRACES[0] - before <= 1
     first = TRACES[0]
     check_chain_state(norm, out)
     _, tab2, _ = _instance(rng, 6, 4, 16)
-    params2 = make_params(80, t0=1.5, moves=(0.0, 1.0, 3.0))
-    out = FUSED(jax.random.key(2), out, tab2, params2, jnp.int32(9))
+    params2 = default_params(80, t0=1.5, moves=(0.0, 1.0, 3.0))
+    out = FUSED(out._replace(key=jax.random.key(2)), tab2, params2, jnp.int32(9))
     assert int(out.iteration) == 14
     assert TRACES[0] == first
 

@@ -218,7 +218,7 @@ STRINGS = [[0, 1] * 3, [0, 0, 0, 1, 1, 1], [[0, 1] * 3, [1, 0] * 3], [[0, 1], [0
 
 
 def test_fuzz_library_arguments():
-    # Random (often wrongly typed) arguments for SM, normalize, plan_estimate, make_params and
+    # Random (often wrongly typed) arguments for SM, normalize, plan_estimate, default_params and
     # decode: only MakespanError may come out. Only decode runs on the device (tiny strings).
     rng = random.Random(11)
     errors = 0
@@ -235,7 +235,7 @@ def test_fuzz_library_arguments():
                       "starts", "chunk", "moves", "memory_budget"], 3)}  # fmt: skip
                 plan_estimate(rng.choice(["LCSD", pick()]), pick(), SM4, **kw)
             elif kind == 3:
-                ms.make_params(pick(), t0=pick(), moves=pick())
+                ms.default_params(pick(), t0=pick(), moves=pick())
             else:
                 string = rng.choice([*STRINGS, pick()])
                 ms.decode("LCS", string, SM4, warps=rng.choice([None, None, 2, pick()]))

@@ -5,10 +5,15 @@ state. Static configuration is only array *shapes* (warps ``W``, instructions ``
 ``B``: ``n = W * I`` positions); everything tunable is a traced `AnnealParams`, so new values
 never recompile, and settings can be stacked and vmapped::
 
-    tab = tables(norm, warps)                       # Tables, host -> device
-    state = init(tab, strings)                      # strings int32[n, B], chain axis last
-    params = make_params(cooling_steps=2000)        # t0 = 0.3, moves = DEFAULT_MOVES
-    state = run(key, state, tab, params, 2000)      # == 2000 x step(fold_in(key, it), ...)
+    problem = tables(norm, warps)                   # Tables, host -> device
+    params = default_params(cooling_steps=2000)     # t0 = 0.3, moves = DEFAULT_MOVES
+    state = init(key, problem, params, strings)     # strings int32[n, B], chain axis last
+    state = run(state, problem, params, 2000)       # == 2000 x step(state, problem, params)
+
+The protocol is the colony's (`jaxsched.colony`): ``init(key, problem, params, ...)``,
+``step(state, problem, params)``, ``run(state, problem, params, steps)``, parameters from
+``default_params(...)``; the problem is the instance's decoder `Tables`, and the key lives in the
+state.
 
 One step of every chain (spec ``warp-makespan.md``, "Search"):
 
@@ -26,11 +31,13 @@ position ``p`` is shared by all chains of a step (the smaller of two distinct un
 and each chain draws its own ``q`` uniformly above it: per chain the pair is uniform over all
 pairs, as in sequential annealing, and no chain waits for another.
 
-Randomness: a step takes one key; `run` gives step ``it`` the key ``fold_in(key, it)``, so a run
-does not depend on how its steps are split into calls. Per chain a step draws two ``uint32``:
-word 0 gives ``q`` (bits 8-31), word 1 the acceptance uniform (bits 8-31), and the 16 remaining
-bits the move (word 1 bits 0-1 as the most significant, so the default mix draws the same moves
-as the fixed 1/2, 1/4, 1/4 mix of earlier versions).
+Randomness: the state holds the key given to `init` and never changes it; step ``it`` (=
+``state.iteration``) draws from ``fold_in(state.key, it)``, so a run does not depend on how its
+steps are split into calls (`step`, `run`, a user's `lax.scan`, the fused kernel all agree).
+Per chain a step draws two ``uint32``: word 0 gives ``q`` (bits 8-31), word 1 the acceptance
+uniform (bits 8-31), and the 16 remaining bits the move (word 1 bits 0-1 as the most
+significant, so the default mix draws the same moves as the fixed 1/2, 1/4, 1/4 mix of earlier
+versions).
 """
 
 from __future__ import annotations
@@ -53,6 +60,8 @@ MOVES = ("swap", "forward", "backward")
 DEFAULT_MOVES = (0.5, 0.25, 0.25)
 #: Default initial temperature (the paper's).
 DEFAULT_T0 = 0.3
+#: Default cooling length (`estimate`'s default run length).
+DEFAULT_COOLING_STEPS = 2000
 #: Most annealing steps in one schedule (``ChainState.iteration`` is int32).
 MAX_ITERATIONS = 1 << 30
 
@@ -61,7 +70,7 @@ class AnnealParams(NamedTuple):
     """Tunable annealing parameters: traced arrays (new values never recompile).
 
     Stack several (``jax.tree.map(lambda *x: jnp.stack(x), p1, p2)``) and ``jax.vmap`` over them
-    to run several settings in one call. Build with `make_params` (validated on the host).
+    to run several settings in one call. Build with `default_params` (validated on the host).
 
     Attributes:
       t0: float32[], initial temperature ``T0 >= 0``.
@@ -82,23 +91,28 @@ class ChainState(NamedTuple):
       current: `Decoded`, the chains' current strings; fields int32[n, B], makespan int32[B].
       best_string: int32[n, B], best warp string seen by each chain.
       best_makespan: int32[B], its makespan (cycles from 1).
-      iteration: int32[], steps done (the ``it`` of the temperature schedule and of `run`'s
+      iteration: int32[], steps done (the ``it`` of the temperature schedule and of the
         per-step keys).
+      key: key[], the key given to `init`, never changed: step ``it`` draws from
+        ``fold_in(key, it)``.
     """
 
     current: Decoded
     best_string: jax.Array  # int32[n, B]
     best_makespan: jax.Array  # int32[B]
     iteration: jax.Array  # int32[]
+    key: jax.Array  # key[] (or a raw uint32[2] key)
 
 
-def make_params(
-    cooling_steps: int | float,
+def default_params(
+    cooling_steps: int | float = DEFAULT_COOLING_STEPS,
     *,
     t0: float = DEFAULT_T0,
     moves: Sequence[float] = DEFAULT_MOVES,
 ) -> AnnealParams:
-    """Validated `AnnealParams` (host); raises `MakespanError` on values outside the domain."""
+    """Validated `AnnealParams` (host): the defaults, or the values given (``cooling_steps`` in
+    ``(0, MAX_ITERATIONS]``, ``t0 >= 0``, ``moves`` 3 weights ``>= 0`` with a positive sum);
+    raises `MakespanError` on values outside the domain."""
     t0_f = _finite_float("t0", t0)
     if t0_f < 0:
         raise MakespanError(f"t0 must be >= 0, got {t0!r}")
@@ -117,9 +131,9 @@ def make_params(
             f"positive sum, got {moves!r}"
         )
     return AnnealParams(
-        jnp.asarray(t0_f, jnp.float32),
-        jnp.asarray(steps_f, jnp.float32),
-        jnp.asarray(w / w.sum(), jnp.float32),
+        t0=jnp.asarray(t0_f, jnp.float32),
+        cooling_steps=jnp.asarray(steps_f, jnp.float32),
+        moves=jnp.asarray(w / w.sum(), jnp.float32),
     )
 
 
@@ -136,29 +150,37 @@ def _finite_float(name: str, value: object) -> float:
     return out
 
 
-def warps_of(tab: Tables, strings: jax.Array) -> int:
-    """Static ``W`` from shapes: strings int32[n, ...] with ``n = W * I``, ``I`` = kernel length."""
-    n, n_instr = strings.shape[0], tab.types.shape[0]
+def warps_of(problem: Tables, strings: jax.Array) -> int:
+    """Static ``W`` from shapes: strings int32[n, ...] with ``n = W * I``, ``I`` = kernel length
+    (``problem.types`` int32[I])."""
+    n, n_instr = strings.shape[0], problem.types.shape[0]
     if n_instr < 1 or n % n_instr:
         raise MakespanError(f"string length {n} is not a multiple of the kernel length {n_instr}")
     return n // n_instr
 
 
-def init(tab: Tables, strings: jax.Array) -> ChainState:
-    """Chains starting from warp strings int32[n, B] (chain axis last); iteration 0.
+def init(
+    key: jax.Array, problem: Tables, params: AnnealParams, strings: jax.Array | np.ndarray
+) -> ChainState:
+    """Chains of ``problem`` (the instance's `Tables`) starting from warp strings int32[n, B]
+    (chain axis last; ``n = W * I``); iteration 0; the state keeps ``key`` (key[]) for the
+    steps' draws. ``params`` (`AnnealParams`) is not read: the signature is the colony's.
 
     Pure and jit-able; shapes (``n``, ``B``, ``I``) are the only static configuration.
     """
     import chex  # when traced only (see `jaxsched.colony.core.check_problem`)
 
+    del params  # the start does not depend on the settings
+    strings = jnp.asarray(strings)  # also a host array (`start_strings`' NumPy strings)
     chex.assert_rank(strings, 2)
     chex.assert_type(strings, int)
-    cur = decode_batch(tab, strings, warps_of(tab, strings))
+    cur = decode_batch(problem, strings, warps_of(problem, strings))
     return ChainState(
         current=cur,
         best_string=strings,
         best_makespan=cur.makespan,
         iteration=jnp.zeros((), jnp.int32),
+        key=key,
     )
 
 
@@ -271,16 +293,16 @@ def accepts(current: jax.Array, candidate: jax.Array, u_acc: jax.Array, temp: ja
 
 
 def step(
-    key: jax.Array,
     state: ChainState,
-    tab: Tables,
+    problem: Tables,
     params: AnnealParams,
     *,
     chain_axis: str | None = None,
 ) -> ChainState:
-    """One annealing step of every chain, with randomness from ``key``; ``iteration + 1``.
+    """One annealing step of every chain of ``problem``, with randomness from
+    ``fold_in(state.key, state.iteration)``; ``iteration + 1``, the key unchanged.
 
-    Pure and jit-able; vmappable over ``params`` (and over states, keys and tables). With
+    Pure and jit-able; vmappable over ``params`` (and over states and problems). With
     ``chain_axis`` (inside `jax.shard_map`, the chains split over that mesh axis) the per-chain
     words are this device's slice of the whole batch's, so every chain steps as on one device.
     """
@@ -290,9 +312,10 @@ def step(
 
     chex.assert_shape([cur.string, cur.cycle, cur.unit], (n, chains))
     chex.assert_shape([cur.makespan, state.best_makespan], (chains,))
-    d = draw(key, state.iteration, n, chains, params, chain_axis)
+    step_key = jax.random.fold_in(state.key, state.iteration)
+    d = draw(step_key, state.iteration, n, chains, params, chain_axis)
     cand = redecode(
-        tab, cur, _propose(cur.string, d.p, d.q, d.move), d.p, warps_of(tab, cur.string)
+        problem, cur, _propose(cur.string, d.p, d.q, d.move), d.p, warps_of(problem, cur.string)
     )
     accept = accepts(cur.makespan, cand.makespan, d.u_acc, d.temp)
     new = jax.tree.map(lambda candidate, current: jnp.where(accept, candidate, current), cand, cur)
@@ -302,29 +325,27 @@ def step(
         best_string=jnp.where(better[None], new.string, state.best_string),
         best_makespan=jnp.where(better, new.makespan, state.best_makespan),
         iteration=state.iteration + 1,
+        key=state.key,
     )
 
 
 def run(
-    key: jax.Array,
     state: ChainState,
-    tab: Tables,
+    problem: Tables,
     params: AnnealParams,
     steps: int | jax.Array,
     *,
     chain_axis: str | None = None,
 ) -> ChainState:
-    """``steps`` annealing steps; step ``it`` (= ``state.iteration`` before it) uses
-    ``fold_in(key, it)``, so ``run(k, run(k, s, t, p, a), t, p, b) == run(k, s, t, p, a + b)``.
+    """``steps`` annealing steps (`step` repeated; step ``it`` draws from
+    ``fold_in(state.key, it)``), so ``run(run(s, t, p, a), t, p, b) == run(s, t, p, a + b)``.
 
-    ``steps`` may be traced (no recompilation for a new count). Pure and jit-able.
-    ``chain_axis``: see `step`.
+    ``steps`` (int or int32[]) may be traced (no recompilation for a new count). Pure and
+    jit-able. ``chain_axis``: see `step`.
     """
 
     def body(_, carry: ChainState) -> ChainState:
-        return step(
-            jax.random.fold_in(key, carry.iteration), carry, tab, params, chain_axis=chain_axis
-        )
+        return step(carry, problem, params, chain_axis=chain_axis)
 
     return lax.fori_loop(0, steps, body, state)
 

@@ -24,8 +24,8 @@ from jaxsched.makespan.anneal import (
     MAX_ITERATIONS,
     AnnealParams,
     ChainState,
+    default_params,
     init,
-    make_params,
     random_strings,
     run,
 )
@@ -196,7 +196,7 @@ def plan_estimate(
     seed = _check_int("seed", seed, 0, 2**32 - 1)
     starts = _check_starts(starts)
     fused.check(annealing, "annealing", MakespanError)
-    params = make_params(iterations, t0=t0, moves=moves)
+    params = default_params(iterations, t0=t0, moves=moves)
     chunk = _check_int("chunk", chunk or -(-iterations // 50), 1, MAX_ITERATIONS)
     split = 1 if devices is None else chain_devices(devices, chains)
     n = warps * len(norm.kernel)
@@ -232,7 +232,9 @@ def start_strings(
     norm: Normalized, warps: int, chains: int, starts: Sequence[str], key: jax.Array
 ) -> tuple[np.ndarray, tuple[str, ...]]:
     """Start strings int32[W*I, chains] (chain axis last; templates mixed cyclically) and the
-    template name of each chain."""
+    template name of each chain. The random strings (`random_strings` of ``key``, one per chain,
+    kept in the "random" chains) are drawn only when some chain keeps one: with fewer chains
+    than templates, or no "random" template, nothing is compiled."""
     n_instr = len(norm.kernel)
     names = tuple(starts[c % len(starts)] for c in range(chains))
     fixed = {
@@ -241,7 +243,10 @@ def start_strings(
         "most_pending": lambda: most_pending(norm, warps),
     }
     made = {name: fixed[name]() for name in set(names) if name in fixed}
-    out = np.array(_random_jit(key, warps, n_instr, chains))
+    if any(name not in made for name in names):
+        out = np.array(_random_jit(key, warps, n_instr, chains))
+    else:  # every chain starts from a template
+        out = np.empty((warps * n_instr, chains), np.int32)
     for c, s in enumerate(names):
         if s in made:
             out[:, c] = made[s]
@@ -310,18 +315,17 @@ def estimate(
     tab = tables(norm, warps)
     strings = jnp.asarray(strings)
     init_jit, init_static, run_jit, static = _calls(plan)
-    init_fn, compile_s = COMPILED.compiled(init_jit, init_static, tab, strings)
+    init_args = (k_run, tab, plan.params, strings)
+    init_fn, compile_s = COMPILED.compiled(init_jit, init_static, *init_args)
     t = time.perf_counter()
-    state = init_fn(tab, strings)
-    del strings  # the state holds its own copies
+    state = init_fn(*init_args)  # the state keeps k_run: step it draws from fold_in(k_run, it)
+    del strings, init_args  # the state holds its own copies
     records = [np.asarray(state.best_makespan)]
     run_s = time.perf_counter() - t
     rec_it = [0]
     if plan.positions >= 2 and warps >= 2:
-        run_fn, dt = COMPILED.compiled(
-            run_jit, static, k_run, state, tab, plan.params, jnp.int32(1)
-        )
-        state, secs = _anneal(plan, run_fn, tab, state, k_run, records, rec_it, progress)
+        run_fn, dt = COMPILED.compiled(run_jit, static, state, tab, plan.params, jnp.int32(1))
+        state, secs = _anneal(plan, run_fn, tab, state, records, rec_it, progress)
         run_s += secs
         compile_s += dt
     elif progress is not None:
@@ -377,17 +381,17 @@ def _calls(plan: EstimatePlan) -> tuple:
     return _init_jit, {}, _fused_jit, {"interpret": plan.annealing == "interpret"}
 
 
-def _anneal(plan: EstimatePlan, run_fn, tab: Tables, state, key, records, rec_it, progress):
-    """Run all steps in device calls of ``plan.call_steps`` (``run_fn``, compiled), appending a
-    history record at every multiple of ``plan.chunk`` and at the end; (final state, run
-    seconds)."""
+def _anneal(plan: EstimatePlan, run_fn, problem: Tables, state, records, rec_it, progress):
+    """Run all steps in device calls of ``plan.call_steps`` (``run_fn``, compiled, with
+    `anneal.run`'s signature), appending a history record at every multiple of ``plan.chunk``
+    and at the end; (final state, run seconds)."""
     run_s = 0.0
     done = 0
     while done < plan.iterations:
         to_record = plan.chunk - done % plan.chunk
         steps = min(plan.call_steps, to_record, plan.iterations - done)
         t = time.perf_counter()
-        state = run_fn(key, state, tab, plan.params, jnp.int32(steps))
+        state = run_fn(state, problem, plan.params, jnp.int32(steps))
         state.best_makespan.block_until_ready()
         run_s += time.perf_counter() - t
         done += steps

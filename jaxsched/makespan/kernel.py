@@ -329,13 +329,13 @@ def fused_steps(
         best_string=f.best_string,
         best_makespan=f.best_makespan,
         iteration=state.iteration + steps,
+        key=state.key,
     )
 
 
 def run_fused(
-    key: jax.Array,
     state: ChainState,
-    tab: Tables,
+    problem: Tables,
     params: AnnealParams,
     steps: int | jax.Array,
     *,
@@ -343,20 +343,21 @@ def run_fused(
     launch_steps: int = LAUNCH_STEPS,
     interpret: bool = False,
 ) -> ChainState:
-    """`anneal.run` with the fused kernel: identical results (step ``it`` draws from
-    ``fold_in(key, it)``), ``launch_steps`` steps per launch. ``steps`` may be traced;
-    ``interpret`` runs the kernel in the Pallas interpreter (any backend; tests)."""
+    """`anneal.run` with the fused kernel: the same signature and identical results (step
+    ``it`` draws from ``fold_in(state.key, it)``), ``launch_steps`` steps per launch. ``steps``
+    (int or int32[]) may be traced; ``interpret`` runs the kernel in the Pallas interpreter
+    (any backend; tests)."""
     n, chains = state.best_string.shape
     offsets = jnp.arange(launch_steps, dtype=jnp.int32)
 
-    def one_draw(iteration):
+    def one_draw(key, iteration):
         return draw(jax.random.fold_in(key, iteration), iteration, n, chains, params)
 
     def launch(carry):
         st, done = carry
         todo = jnp.minimum(steps - done, launch_steps)
-        d = jax.vmap(one_draw)(st.iteration + offsets)
-        st = fused_steps(st, tab, d, todo, block=block, interpret=interpret)
+        d = jax.vmap(one_draw, in_axes=(None, 0))(st.key, st.iteration + offsets)
+        st = fused_steps(st, problem, d, todo, block=block, interpret=interpret)
         return st, done + todo
 
     state, _ = lax.while_loop(lambda carry: carry[1] < steps, launch, (state, jnp.int32(0)))

@@ -16,8 +16,8 @@ import numpy as np
 from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
-from jaxsched.makespan.anneal import ChainState, init, run
-from jaxsched.makespan.decoder import Decoded
+from jaxsched.makespan.anneal import AnnealParams, ChainState, init, run
+from jaxsched.makespan.decoder import Decoded, Tables
 from jaxsched.makespan.model import MakespanError
 
 #: The mesh axis the chains are split over.
@@ -46,6 +46,7 @@ def _state_specs() -> ChainState:
         best_string=chains,
         best_makespan=per_chain,
         iteration=P(),
+        key=P(),
     )
 
 
@@ -54,13 +55,20 @@ def _shard(function, mesh: Mesh, in_specs: tuple):
 
 
 @partial(jax.jit, static_argnames=("mesh",))
-def init_sharded(tab, strings, *, mesh: Mesh) -> ChainState:
-    """`anneal.init` with the chains of ``strings`` (int32[n, B]) split over ``mesh``."""
-    return _shard(init, mesh, (P(), P(None, CHAIN_AXIS)))(tab, strings)
+def init_sharded(
+    key: jax.Array, problem: Tables, params: AnnealParams, strings: jax.Array, *, mesh: Mesh
+) -> ChainState:
+    """`anneal.init` with the chains of ``strings`` (int32[n, B]) split over ``mesh`` (the
+    key, problem and params replicated)."""
+    specs = (P(), P(), P(), P(None, CHAIN_AXIS))
+    return _shard(init, mesh, specs)(key, problem, params, strings)
 
 
 @partial(jax.jit, static_argnames=("mesh",), donate_argnames="state")
-def run_sharded(key, state, tab, params, steps, *, mesh: Mesh) -> ChainState:
-    """`anneal.run` with the chains split over ``mesh`` (the same result as on one device)."""
+def run_sharded(
+    state: ChainState, problem: Tables, params: AnnealParams, steps: jax.Array, *, mesh: Mesh
+) -> ChainState:
+    """`anneal.run` with the chains split over ``mesh`` (the same result as on one device;
+    ``steps`` int32[])."""
     fn = partial(run, chain_axis=CHAIN_AXIS)
-    return _shard(fn, mesh, (P(), _state_specs(), P(), P(), P()))(key, state, tab, params, steps)
+    return _shard(fn, mesh, (_state_specs(), P(), P(), P()))(state, problem, params, steps)

@@ -20,28 +20,29 @@ class AnnealSweep(NamedTuple):
 
 
 def stack_anneal_params(settings: list[AnnealParams]) -> AnnealParams:
-    """k settings (e.g. from `jaxsched.makespan.make_params`) as one `AnnealParams` with a
+    """k settings (e.g. from `jaxsched.makespan.default_params`) as one `AnnealParams` with a
     leading axis k."""
     return jax.tree.map(lambda *xs: jnp.stack(xs), *settings)
 
 
 @jax.jit
-def _run_settings(key, state, tab, stacked, steps):
-    return jax.vmap(run, in_axes=(None, None, None, 0, None))(key, state, tab, stacked, steps)
+def _run_settings(
+    state: ChainState, problem: Tables, stacked: AnnealParams, steps: jax.Array
+) -> ChainState:
+    return jax.vmap(run, in_axes=(None, None, 0, None))(state, problem, stacked, steps)
 
 
 def sweep_anneal(
-    key: jax.Array,
     state: ChainState,
-    tab: Tables,
+    problem: Tables,
     settings: AnnealParams,
     steps: int | jax.Array,
 ) -> AnnealSweep:
-    """Annealing under k settings in one call: every setting starts from ``state`` and runs
-    ``steps`` steps with ``key`` (so setting i equals ``run(key, state, tab, settings_i,
+    """Annealing under k settings in one call: every setting starts from ``state`` (and its
+    key) and runs ``steps`` steps (so setting i equals ``run(state, problem, settings_i,
     steps)``). ``settings``: an `AnnealParams` whose fields have a leading axis k
     (`stack_anneal_params`). The worst case is searched, so the best setting is the one whose
     chains found the largest makespan."""
-    states = jax.device_get(_run_settings(key, state, tab, settings, jnp.int32(steps)))
+    states = jax.device_get(_run_settings(state, problem, settings, jnp.int32(steps)))
     makespan = np.asarray(states.best_makespan).max(axis=-1)
     return AnnealSweep(states, makespan, int(np.argmax(makespan)))
