@@ -14,7 +14,9 @@ from helpers import shuffled
 
 import jaxsched
 from jaxsched import colony
-from jaxsched.colony import antstate, construct, draws, engine, host, prepared
+from jaxsched.colony import settings
+from jaxsched.colony.construction import antstate, construct, draws, prepared
+from jaxsched.colony.drivers import engine, planning
 from jaxsched.colony.params import ColonyConfig, default_params
 from jaxsched.compilation import CompileCache
 from jaxsched.errors import InputError
@@ -170,7 +172,7 @@ def test_a_time_limit_returns_verified_schedules_never_worse_than_the_input(
 def test_no_recompilation_within_a_bucket():
     cache = CompileCache()
     regs = [generate_region(s, n) for s, n in [(1, 20), (2, 25), (3, 30)]]
-    config, params, _ = host.split_overrides(SMALL, None, None, None)
+    config, params, _ = settings.resolve(SMALL)
     solve = jax.jit(colony.solve, static_argnames="config")
     for k, r in enumerate(regs):
         prob = colony.problem([r], MACHINE)
@@ -374,10 +376,10 @@ def test_memory_budget_splits_and_reduces_ants():
     region = generate_region(0, 300)
     shape = padded_shape(region, MACHINE)
     config = ColonyConfig(wavefronts=64, wavefront_size=64)
-    small = host.fit_ants(shape, config, budget=host.estimate_bytes(shape, 4 * 64))
+    small = planning.fit_ants(shape, config, budget=planning.estimate_bytes(shape, 4 * 64))
     assert small.wavefronts <= 4
     with pytest.raises(MemoryError, match="memory budget"):
-        host.fit_ants(shape, config, budget=1000)
+        planning.fit_ants(shape, config, budget=1000)
 
 
 def test_unknown_override_is_a_clear_error():

@@ -13,7 +13,7 @@ from helpers import shuffled
 
 import jaxsched
 from jaxsched import colony
-from jaxsched.colony import antstate, construct, prepared
+from jaxsched.colony.construction import antstate, construct, prepared
 from jaxsched.colony.problem import SOURCES
 from jaxsched.errors import InputError
 from jaxsched.heuristics import heuristic_schedule, issue_cycles

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from jaxsched.io.mir import MirError, find_llc, ll_to_mir, read_mir, schedule_orders, write_mir
+from jaxsched.io.mir import MirError, read_mir, schedule_orders, write_mir
+from jaxsched.io.mir_llc import find_llc, ll_to_mir
 from jaxsched.machines.model import gfx906
 from jaxsched.verify import verify_order
 

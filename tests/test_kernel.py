@@ -1,4 +1,4 @@
-"""The fused construction kernel (`jaxsched.colony.kernel`) against the `lax` reference: identical
+"""The fused construction kernel (`construction.kernel`) against the `lax` reference: identical
 orders, peaks, lengths, stalls and deaths on hundreds of generated regions, both passes (Pallas
 interpreter on the CPU); the kernel lowers for CUDA (Triton) on this CPU-only machine; the
 dispatch and the full `schedule` path."""
@@ -17,7 +17,7 @@ from cuda_lowering import TRITON_CALL, lower_for_cuda
 
 import jaxsched
 from jaxsched import colony
-from jaxsched.colony import antstate, construct, dispatch, kernel, prepared
+from jaxsched.colony.construction import antstate, construct, dispatch, kernel, prepared
 from jaxsched.colony.params import PER_FILE_WEIGHTS, ColonyConfig, default_params
 from jaxsched.colony.problem import canonical_shape
 from jaxsched.errors import InputError
@@ -271,7 +271,7 @@ def test_parameters_do_not_retrace_the_kernel():
 
 
 def test_dispatch_and_config():
-    from jaxsched.colony import native
+    from jaxsched.colony.construction import native
 
     cpu_native = jax.default_backend() == "cpu" and native.unavailable() is None
     expected = "pallas" if dispatch.gpu_platform() == "cuda" else "lax"
@@ -312,7 +312,8 @@ def test_batch_sizes_are_few_per_bucket():
 
 
 def test_plan_uses_one_batch_size_per_bucket():
-    from jaxsched.colony.host import Options, plan_batches
+    from jaxsched.colony.drivers.planning import plan_batches
+    from jaxsched.colony.settings import Options
 
     regions = generate_regions(0, 300, 2, 64)
     plan = plan_batches(regions, MACHINE, ColonyConfig(wavefronts=1), Options(max_batch=64))

@@ -10,7 +10,9 @@ import pytest
 
 import jaxsched
 from jaxsched.cli.main import main
-from jaxsched.colony import ColonyConfig, host
+from jaxsched.colony import ColonyConfig, settings
+from jaxsched.colony.drivers import planning
+from jaxsched.colony.problem import canonical_shape
 from jaxsched.problem.padded import padded_shape
 from jaxsched.problem.region import MAX_INSTRUCTIONS
 
@@ -26,20 +28,20 @@ def chain(n: int) -> jaxsched.Region:
 
 @pytest.mark.parametrize("n", [2048, 8192, MAX_INSTRUCTIONS])
 def test_every_size_fits_the_default_budget(n):
-    shape = host.canonical_shape(padded_shape(chain(n), MACHINE))
+    shape = canonical_shape(padded_shape(chain(n), MACHINE))
     for ants in (256, 4096):
         config = ColonyConfig(wavefronts=ants // 64, wavefront_size=64)
-        fitted = host.fit_ants(shape, config, host.DEFAULT_MEMORY_BUDGET)
+        fitted = planning.fit_ants(shape, config, settings.DEFAULT_MEMORY_BUDGET)
         assert fitted.ants >= 64
-        need = host.estimate_bytes(shape, fitted.ants, 1, fitted.pheromone_dtype)
-        assert need <= host.DEFAULT_MEMORY_BUDGET
+        need = planning.estimate_bytes(shape, fitted.ants, 1, fitted.pheromone_dtype)
+        assert need <= settings.DEFAULT_MEMORY_BUDGET
     assert fitted.pheromone_dtype == ("float16" if n == MAX_INSTRUCTIONS else "float32")
 
 
 def test_a_budget_too_small_for_one_wavefront_names_the_need():
-    shape = host.canonical_shape(padded_shape(chain(MAX_INSTRUCTIONS), MACHINE))
+    shape = canonical_shape(padded_shape(chain(MAX_INSTRUCTIONS), MACHINE))
     with pytest.raises(MemoryError, match="MiB with one wavefront"):
-        host.fit_ants(shape, ColonyConfig(wavefronts=1, wavefront_size=64), 64 << 20)
+        planning.fit_ants(shape, ColonyConfig(wavefronts=1, wavefront_size=64), 64 << 20)
 
 
 @pytest.mark.slow

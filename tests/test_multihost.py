@@ -38,7 +38,7 @@ ONE, TWO = ["--max-batch", "8"], ["--max-batch", "2"]
 LATE = """
 import sys, time
 from jaxsched.cli import cluster, main
-from jaxsched.colony import sharding
+from jaxsched.colony.drivers import sharding
 
 late = float(sys.argv.pop(1))
 
@@ -64,7 +64,7 @@ sys.exit(main.main(sys.argv[1:]))
 PAUSED = """
 import sys, time
 from jaxsched.cli import main
-from jaxsched.colony import sharding
+from jaxsched.colony.drivers import sharding
 
 calls = []
 init = sharding.ShardedCalls.init

@@ -1,4 +1,4 @@
-"""The native construction (`jaxsched.colony.native`, a C++ XLA FFI custom call) against the
+"""The native construction (`construction.native`, a C++ XLA FFI custom call) against the
 `lax` reference: identical orders, peaks, lengths, stalls and deaths (every `AntResults` field)
 on generated regions of 8..300 instructions, both passes, several ant counts, a learned
 heuristic and a float16 pheromone table, under `jit` and `vmap` over regions; the full
@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import jaxsched
-from jaxsched.colony import antstate, construct, dispatch, native, prepared
+from jaxsched.colony.construction import antstate, construct, dispatch, native, prepared
 from jaxsched.colony.params import PER_FILE_WEIGHTS, ColonyConfig, default_params, pass_params
 from jaxsched.colony.problem import canonical_shape
 from jaxsched.errors import InputError
@@ -294,7 +294,7 @@ _STORE_CASE = """
 import json, sys, warnings
 from functools import partial
 import jax, jax.numpy as jnp, numpy as np
-from jaxsched.colony import antstate, native, prepared
+from jaxsched.colony.construction import antstate, native, prepared
 from jaxsched.colony.params import default_params
 from jaxsched.compilation import CompileCache
 from jaxsched.machines.model import gfx906

@@ -10,7 +10,7 @@ import pytest
 
 import jaxsched
 from jaxsched import colony
-from jaxsched.colony import antstate, construct, prepared
+from jaxsched.colony.construction import antstate, construct, prepared
 from jaxsched.heuristics import list_schedule
 from jaxsched.machines.model import rp_limits
 from jaxsched.problem.padded import pad_region, padded_shape
@@ -163,8 +163,8 @@ def test_initial_pheromone_does_not_depend_on_the_ant_count(cost):
     """With the spec's ``ants / (cost + 1)`` 4,096 ants put every link at tau_max, which
     clamps the start's deposit away (m16511_mxx bb.7699 then never left its start at effort 2);
     the start's links must stand out alike for any number of ants."""
-    from jaxsched.colony.iteration import start_pass
     from jaxsched.colony.params import ColonyConfig
+    from jaxsched.colony.passes.iteration import start_pass
 
     N = 6
     order = jnp.arange(N, dtype=jnp.int32)
