@@ -126,14 +126,14 @@ def annealing_cell(chains: int, steps: int, seed: int, repeats: int) -> dict:
     norm = mk.normalize(kernel_string, SM_BENCH)
     tab = mk.tables(norm, warps)
     strings, _ = mk.start_strings(norm, warps, chains, mk.STARTS, jax.random.key(seed))
-    state = jax.jit(mk.init)(tab, jnp.asarray(strings))
-    params, key, n = mk.make_params(steps), jax.random.key(seed + 1), len(norm.kernel) * warps
+    params, n = mk.default_params(steps), len(norm.kernel) * warps
+    state = jax.jit(mk.init)(jax.random.key(seed + 1), tab, params, jnp.asarray(strings))
     fused = _fused_name()
     fns = {
         "lax": mk.run,
         "fused": partial(run_fused, interpret=fused == "interpret"),
     }
-    args = (key, state, tab, params, jnp.int32(steps))
+    args = (state, tab, params, jnp.int32(steps))
     secs, compile_s, out = {}, {}, {}
     for name, fn in fns.items():
         compile_s[name], exe = harness.compile_time(fn, *args)
