@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import itertools
 
-import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import shuffled
+from helpers import quick_jit, shuffled
 
 import jaxsched
 from jaxsched import colony
@@ -154,14 +153,14 @@ def test_a_time_limit_returns_verified_schedules_never_worse_than_the_input(
 
     monkeypatch.setattr(engine.Pool, "call", counted)
     monkeypatch.setattr(engine, "_past", lambda deadline: len(made) >= calls)
-    regs = mixed_regions[:12]
+    regs = mixed_regions  # the fixture's batches, hence its executables
     res = jaxsched.schedule(regs, MACHINE, seed=3, time_limit=60.0, **SMALL)
     for region, r in zip(regs, res, strict=True):
         _check(region, r)
         inp = verify(region, MACHINE, solve_in_order(region))
         assert (r.rp_cost, r.length) <= (inp.rp_cost, inp.length)
     ran = sum(sum(r.iterations) for r in res)
-    full = sum(sum(r.iterations) for r in mixed_results[:12])
+    full = sum(sum(r.iterations) for r in mixed_results)
     assert ran == 0 if calls == 0 else 0 < ran <= full
     if calls == 1:
         assert ran < full  # the limit cut passes short
@@ -169,11 +168,19 @@ def test_a_time_limit_returns_verified_schedules_never_worse_than_the_input(
         jaxsched.schedule(regs, MACHINE, time_limit=0.0)
 
 
+def _start(key, problem, params, *, config):
+    """The `solution` of `colony.init`'s state (the best start): a function of the problem's
+    shapes as `colony.solve` is, at a fraction of its compile."""
+    state = colony.init(key, problem, params, config=config)
+    return colony.solution(state, problem, params)
+
+
 def test_no_recompilation_within_a_bucket():
+    """Problems of a bucket's regions share every executable of a `CompileCache`."""
     cache = CompileCache()
     regs = [generate_region(s, n) for s, n in [(1, 20), (2, 25), (3, 30)]]
     config, params, _ = settings.resolve(SMALL)
-    solve = jax.jit(colony.solve, static_argnames="config")
+    solve = quick_jit(_start, static_argnames="config")
     for k, r in enumerate(regs):
         prob = colony.problem([r], MACHINE)
         sol = jax.device_get(cache(solve, {"config": config}, jax.random.key(k), prob, params))
@@ -183,24 +190,22 @@ def test_no_recompilation_within_a_bucket():
     assert cache.compilations + cache.loads == first  # later regions reuse every executable
 
 
+def _long_region():
+    """The generated region of 30..60 instructions with the longest critical path."""
+    return max(generate_regions(2, 12, 30, 60), key=lambda r: r.critical_path_length())
+
+
 def test_parameters_do_not_retrace():
-    r = generate_region(4, 40)
-    shape = padded_shape(r, MACHINE)
-    dev = jax.tree.map(jnp.asarray, pad_region(r, MACHINE, shape))
-
-    @jax.jit
-    @chex.assert_max_traces(n=1)
-    def build(dev, params, key):
-        prep = prepared.prepare(dev, shape.ready)
-        inp = _inputs(prep, params, timed=True, q0=0.5, stall_budget=4.0)
-        return construct.construct_ants(
-            prep, inp, params, key, dev.n, wavefronts=2, wavefront_size=8, uniform_exploration=False
-        )
-
-    chex.clear_trace_counter()
+    """New parameter values reuse the construction's executable (tables prepared, step
+    inputs and ants built under one `jit`): they are traced, never baked in."""
+    r = _long_region()
+    kw = dict(timed=True, uniform=False, q0=0.5, stall_budget=4.0, stall_fraction=0.5)
+    _construct(r, **kw)  # compiled here, or by an earlier test
+    compiled = _construct_jit._cache_size()
     for decay in (0.8, 0.5, 0.1):
-        out = build(dev, default_params(decay=decay, stall_fraction=0.5), jax.random.key(0))
-    for a in range(16):
+        _, out = _construct(r, decay=decay, **kw)
+    assert _construct_jit._cache_size() == compiled
+    for a in range(32):
         order = np.asarray(out.order[a])[: len(r)]
         rep = verify_order(r, MACHINE, order)
         assert [rep.peak_rp[f] for f in MACHINE.file_names] == list(np.asarray(out.peak[a]))
@@ -221,19 +226,32 @@ def _inputs(prep, params, *, timed, q0, stall_budget, rp_limit=(999, 999)):
     )
 
 
-#: The lax construction, jitted once for the file (eager calls compile each of its loops).
-_construct_jit = jax.jit(
-    construct.construct_ants,
-    static_argnames=("wavefronts", "wavefront_size", "uniform_exploration"),
+def _construct_impl(
+    dev, params, key, q0, stall_budget, timed, *, ready, wavefronts, wavefront_size, uniform
+):
+    prep = prepared.prepare(dev, ready)
+    inp = _inputs(prep, params, timed=timed, q0=q0, stall_budget=stall_budget)
+    return construct.construct_ants(
+        prep, inp, params, key, dev.n,
+        wavefronts=wavefronts, wavefront_size=wavefront_size, uniform_exploration=uniform,
+    )  # fmt: skip
+
+
+#: The lax construction of a padded region (its tables prepared, uniform pheromone), jitted
+#: once per shape and wavefront layout for the file (eager calls compile each of its loops);
+#: parameters, q0, the stall budget and the pass are traced.
+_construct_jit = quick_jit(
+    _construct_impl, static_argnames=("ready", "wavefronts", "wavefront_size", "uniform")
 )
 
 
-def _construct(region, *, timed, stall_fraction, uniform, q0=0.3, waves=4, size=8, key=0):
+def _construct(region, *, timed, uniform, q0=0.3, stall_budget=50.0, waves=4, size=8, key=0,
+               **params):  # fmt: skip
+    """(seeds, `construct_ants`'s output) of ``region``'s ants under `default_params` with
+    ``params``."""
     shape = padded_shape(region, MACHINE)
     dev = jax.tree.map(jnp.asarray, pad_region(region, MACHINE, shape))
-    params = default_params(stall_fraction=stall_fraction)
-    prep = prepared.prepare(dev, shape.ready)
-    inp = _inputs(prep, params, timed=timed, q0=q0, stall_budget=50.0)
+    params = default_params(**params)
     seeds = draws.make_seeds(
         jax.random.key(key),
         params,
@@ -242,15 +260,9 @@ def _construct(region, *, timed, stall_fraction, uniform, q0=0.3, waves=4, size=
         uniform_exploration=uniform,
     )
     out = _construct_jit(
-        prep,
-        inp,
-        params,
-        jax.random.key(key),
-        dev.n,
-        wavefronts=waves,
-        wavefront_size=size,
-        uniform_exploration=uniform,
-    )
+        dev, params, jax.random.key(key), q0, stall_budget, timed,
+        ready=shape.ready, wavefronts=waves, wavefront_size=size, uniform=uniform,
+    )  # fmt: skip
     return seeds, out
 
 
@@ -271,7 +283,7 @@ def test_wavefront_uniform_exploration_flag():
 
 
 def test_optional_stalls_only_in_allowed_wavefronts():
-    region = max(generate_regions(2, 12, 30, 60), key=lambda r: r.critical_path_length())
+    region = _long_region()
     seeds, out = _construct(region, timed=True, stall_fraction=0.5, uniform=False, q0=0.0)
     may = np.asarray(seeds.may_stall)
     assert may.sum() == 16 and may[:16].all()  # the first half of 4 wavefronts of 8

@@ -9,14 +9,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import shuffled
+from helpers import quick_jit, random_topological_order, shuffled
 
 import jaxsched
 from jaxsched import colony
 from jaxsched.colony.construction import antstate, construct, prepared
-from jaxsched.colony.problem import SOURCES
+from jaxsched.colony.problem import SOURCES, canonical_shape
 from jaxsched.errors import InputError
-from jaxsched.heuristics import heuristic_schedule, issue_cycles
+from jaxsched.heuristics import issue_cycles
 from jaxsched.heuristics.list_scheduler import stall_schedule
 from jaxsched.machines import generic
 from jaxsched.machines.model import RP_UNLIMITED, rp_limits
@@ -67,10 +67,12 @@ def prob(regions):
 @pytest.fixture(scope="module")
 def solve_jit():
     """`colony.solve` with CONFIG under `jit`: every solve in this file has `prob`'s shapes and
-    shares one executable; traced at most once in the whole file (see the retracing test)."""
+    shares one executable; traced at most once in the whole file (see the retracing test).
+    Compiled at LLVM's level 0 (`helpers.quick_jit`), as `loop_jit`: the results equal the
+    library's own executables (`sweep`, `schedule`)."""
     chex.clear_trace_counter()
 
-    @jax.jit
+    @quick_jit
     @chex.assert_max_traces(n=1)
     def solve(key, problem, params):
         return colony.solve(key, problem, params, config=CONFIG)
@@ -84,7 +86,7 @@ def loop_jit():
     `lax.scan`; returns the final state, each step's starting phase and the `solution` of
     the state after each step."""
 
-    @jax.jit
+    @quick_jit
     def run(problem, params, key):
         state = colony.init(key, problem, params, config=CONFIG)
 
@@ -205,7 +207,11 @@ def test_ant_above_the_table_is_alive_when_the_target_allows_it():
         key=prepared.static_key(prep, params, jnp.bool_(True)),
         issue_width=jnp.int32(1),
     )
-    out = construct.construct_ants(
+    construct_jit = quick_jit(
+        construct.construct_ants,
+        static_argnames=("wavefronts", "wavefront_size", "uniform_exploration"),
+    )  # one compile (eager, each of its loops compiles)
+    out = construct_jit(
         prep,
         inp,
         params,
@@ -222,19 +228,24 @@ def test_ant_above_the_table_is_alive_when_the_target_allows_it():
     verify(region, GFX906, res.cycles, order=res.order)
 
 
+#: The device's greedy timing, compiled once per bucket (regions padded to their bucket's
+#: canonical shape, as the colony pads them; the issue width traced, as in the colony).
+_stall_schedule = quick_jit(stall_schedule)
+
+
 @pytest.mark.parametrize("issue_width", [1, 2])
 def test_greedy_timing_host_and_device_agree(issue_width):
     rng = np.random.default_rng(issue_width)
     for region in generate_regions(5, 12, 5, 60):
         order = np.asarray(region.topological_order())
-        if rng.random() < 0.5:  # another topological order: the list scheduler's
-            order = np.asarray(heuristic_schedule(region, MACHINE, latencies=False)[1])
+        if rng.random() < 0.5:  # another topological order: a random one
+            order = random_topological_order(region, rng)
         host = issue_cycles(region, order, issue_width)
-        shape = padded_shape(region, MACHINE)
+        shape = canonical_shape(padded_shape(region, MACHINE))
         dev = pad_region(region, MACHINE, shape)
         padded = np.full(shape.n, shape.n, np.int32)
         padded[: len(region)] = order
-        cycles, length = stall_schedule(dev, jnp.asarray(padded), issue_width)
+        cycles, length = _stall_schedule(dev, jnp.asarray(padded), jnp.int32(issue_width))
         assert np.asarray(cycles)[: len(region)].tolist() == host.tolist()
         assert int(length) == int(host.max()) + 1
         verify(region, generic(issue_width=issue_width), host, order=order)

@@ -7,6 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import quick_jit
 from test_exact_reference import (
     brute_length,
     brute_rp,
@@ -29,6 +30,9 @@ from jaxsched.verify import verify, verify_order
 TIGHT = generic(registers_per_file=64)
 DUAL = generic(registers_per_file=64, issue_width=2)
 MACHINES = {"gfx906": gfx906(), "tight": TIGHT, "dual": DUAL}
+#: For searches that must finish: the node budget decides. The default time budget (10 s)
+#: counts compilation, which a loaded machine can spend alone ("bounded" instead of "optimal").
+FINISH = dict(time_budget=600.0)
 
 
 def _check_rp(region, machine, res) -> None:
@@ -52,11 +56,13 @@ def _regions(seed: int, count: int, max_size: int) -> list:
     return gen + rnd
 
 
-@pytest.mark.parametrize("machine_name", ["gfx906", "tight"])
-def test_rp_pass_equals_brute_force(machine_name: str) -> None:
-    machine = MACHINES[machine_name]
+def test_rp_pass_equals_brute_force() -> None:
+    """The RP pass's optimum (RP cost, then the sum of the peaks) equals brute force, on a
+    register file small enough that the cost varies (on gfx906 every one of these regions has
+    an optimum of cost 0: only the peak sums would be compared, as here at equal cost)."""
+    machine = TIGHT
     for region in _regions(1, 60, 12):
-        res = solve_exact(region, machine, objective="rp")
+        res = solve_exact(region, machine, objective="rp", **FINISH)
         assert res.status == "optimal", region.name
         _check_rp(region, machine, res)
         assert res.upper == brute_rp(region, machine), region.name
@@ -65,20 +71,24 @@ def test_rp_pass_equals_brute_force(machine_name: str) -> None:
 @pytest.mark.slow
 def test_rp_pass_equals_brute_force_14() -> None:
     for region in _regions(2, 40, 14):
-        res = solve_exact(region, TIGHT, objective="rp")
+        res = solve_exact(region, TIGHT, objective="rp", **FINISH)
         assert res.status == "optimal"
         _check_rp(region, TIGHT, res)
         assert res.upper == brute_rp(region, TIGHT), region.name
 
 
-@pytest.mark.parametrize("machine_name", ["gfx906", "tight", "dual"])
+@pytest.mark.parametrize("machine_name", ["tight", "dual"])
 def test_length_pass_equals_brute_force(machine_name: str) -> None:
+    """The length pass's optimum (or infeasibility) under an RP target equals brute force
+    over issue orders: at issue widths 1 and 2, on a register file small enough that the
+    targets bind (gfx906's tables are the same code with other numbers: the RP pass and
+    CP-SAT compare on gfx906)."""
     machine = MACHINES[machine_name]
     rng = np.random.default_rng(3)
     for region in _regions(4, 40, 8):
         target = int(rng.integers(0, 3))
         want = brute_length(region, machine, target)
-        res = solve_exact(region, machine, objective="length", rp_target=target)
+        res = solve_exact(region, machine, objective="length", rp_target=target, **FINISH)
         if want is None:
             assert res.status == "infeasible" and res.cycles is None, region.name
             continue
@@ -89,7 +99,7 @@ def test_length_pass_equals_brute_force(machine_name: str) -> None:
 
 def test_two_pass_equals_brute_force() -> None:
     for region in _regions(5, 40, 8):
-        res = solve_two_pass(region, TIGHT)
+        res = solve_two_pass(region, TIGHT, **FINISH)
         assert res.optimal
         _check_rp(region, TIGHT, res.rp)
         assert res.rp.upper == brute_rp(region, TIGHT)
@@ -110,8 +120,11 @@ def _random_schedule(region, width: int, rng) -> list[int]:
     return orders
 
 
-@pytest.mark.parametrize("machine_name", ["gfx906", "tight", "dual"])
+@pytest.mark.parametrize("machine_name", ["tight", "dual"])
 def test_prefix_bound_never_exceeds_a_completion(machine_name: str) -> None:
+    """The length, RP and RP-targeted bounds of a random prefix never exceed the key of a
+    random completion: at issue widths 1 and 2, on a register file small enough that RP
+    costs vary (on gfx906 they are mostly 0)."""
     machine = MACHINES[machine_name]
     rng = np.random.default_rng(7)
     for k, region in enumerate(_regions(6, 12, 20)):
@@ -162,8 +175,10 @@ def test_optimistic_bound_rejects_cycles() -> None:
 
 
 def test_budget_gives_a_proven_interval() -> None:
-    region = generate_region(11, 40)
-    full = solve_exact(region, gfx906(), objective="length", time_budget=60.0)
+    """A search stopped by its node budget reports an interval holding the optimum (on a
+    region whose one-node interval is wide: 91..95 cycles, optimum 92)."""
+    region = generate_region(11, 32)
+    full = solve_exact(region, gfx906(), objective="length", **FINISH)
     assert full.status == "optimal"
     cut = solve_exact(region, gfx906(), objective="length", node_budget=1)
     assert cut.status in ("bounded", "optimal")
@@ -174,8 +189,8 @@ def test_budget_gives_a_proven_interval() -> None:
 def test_incumbent_and_errors() -> None:
     region = generate_region(12, 10)
     m = gfx906()
-    base = solve_exact(region, m, objective="length")
-    again = solve_exact(region, m, objective="length", incumbent_cycles=base.cycles)
+    base = solve_exact(region, m, objective="length", **FINISH)
+    again = solve_exact(region, m, objective="length", incumbent_cycles=base.cycles, **FINISH)
     assert again.upper == base.upper and again.status == "optimal"
     with pytest.raises(ExactError, match="objective"):
         solve_exact(region, m, objective="speed")
@@ -218,7 +233,7 @@ def _batch(region, machine):
 def test_expand_jit_matches_eager_and_does_not_retrace() -> None:
     region = generate_region(14, 12)
     t, nodes, params = _batch(region, gfx906())
-    traced = jax.jit(
+    traced = quick_jit(
         chex.assert_max_traces(expand_impl, n=1), static_argnames=("capacity", "objective")
     )
     first = traced(t, nodes, params, capacity=64, objective="length")
@@ -258,15 +273,19 @@ def test_expand_reports_overflow() -> None:
 
 
 def test_large_region_is_bounded_and_valid() -> None:
+    """A 60-instruction region's search stopped by a node budget, then by a 1 s time budget
+    (of search: the first search compiled the executables, which the budget would count):
+    valid schedules, and a length bound no lower than the critical path."""
     region = generate_region(16, 60)
-    res = solve_two_pass(region, gfx906(), time_budget=1.0)
-    _check_rp(region, gfx906(), res.rp)
-    _check_length(region, gfx906(), res.length, res.rp.rp_cost)
-    assert res.length.lower[0] >= region.critical_path_length() + 1
+    for budget in (dict(node_budget=64, **FINISH), dict(time_budget=1.0)):
+        res = solve_two_pass(region, gfx906(), **budget)
+        _check_rp(region, gfx906(), res.rp)
+        _check_length(region, gfx906(), res.length, res.rp.rp_cost)
+        assert res.length.lower[0] >= region.critical_path_length() + 1, budget
 
 
 def test_brute_force_orders_match_search_orders_on_a_tiny_region() -> None:
     region = random_region(99, 5)
     m = TIGHT
     best = min(rp_key(m, simulate_peaks(region, m, o)) for o in topo_orders(region))
-    assert solve_exact(region, m, objective="rp").upper == best
+    assert solve_exact(region, m, objective="rp", **FINISH).upper == best

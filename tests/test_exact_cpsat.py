@@ -172,8 +172,11 @@ def test_agrees_with_cpsat_small(seed: int) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("n", [16, 20, 24, 28])
+@pytest.mark.parametrize("n", [16, 28])
 def test_agrees_with_cpsat_up_to_28(n: int) -> None:
+    """Both passes agree with CP-SAT on a region of each instruction bucket (16 and 32: 28
+    instructions, the largest here; `test_agrees_with_cpsat_small` has 10 to 14), on gfx906
+    and on a dual-issue machine with 64 registers per file."""
     for machine in (gfx906(), generic(registers_per_file=64, issue_width=2)):
         _agree(generate_region(200 + n, n), machine)
 

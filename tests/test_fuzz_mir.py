@@ -215,5 +215,6 @@ def test_fuzz_mir_files(corpus, tmp_path):
 
 @pytest.mark.slow
 def test_fuzz_mir_files_long(corpus, tmp_path):
-    counts = _run(corpus, range(300, 2300), tmp_path)
-    assert counts["rejected"] > 400 and counts["accepted"] > 300, counts
+    """The module's property on 1,000 more mutated files."""
+    counts = _run(corpus, range(300, 1300), tmp_path)
+    assert counts["rejected"] > 200 and counts["accepted"] > 150, counts

@@ -4,6 +4,7 @@ the command line."""
 
 from __future__ import annotations
 
+import functools
 import json
 
 import pytest
@@ -19,8 +20,10 @@ from jaxsched.problem.region import MAX_INSTRUCTIONS
 MACHINE = jaxsched.gfx906()
 
 
+@functools.cache
 def chain(n: int) -> jaxsched.Region:
-    """``n`` instructions, each using the previous one's result (latency 4)."""
+    """``n`` instructions, each using the previous one's result (latency 4); built once per
+    size (16,384 instructions take seconds)."""
     insts = [{"defs": [f"v{i}"], "uses": [f"v{i - 1}"] if i else []} for i in range(n)]
     regs = {f"v{i}": ("VGPR", 1) for i in range(n)}
     return jaxsched.Region.build(f"chain{n}", insts, regs, [(i - 1, i, 4) for i in range(1, n)])

@@ -9,7 +9,9 @@ through gloo, 2 forced CPU devices each: one global mesh of 4 devices).
   start, a long compile) does not stop the run: gloo gives up on a first connection after 30 s.
 
 Every process is bounded by a timeout; the executable store is shared by the runs of this
-module, so the later runs mostly load the first ones' executables.
+module, so the later runs mostly load the first ones' executables. The processes compile at
+LLVM's optimisation level 0 (`helpers.QUICK_COMPILE`: their time is compiles, the same for one
+process and two).
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import xla_flags
+
+from jaxsched.cli.main import main
 
 TIMEOUT = 420
 #: 16 generated regions of one bucket; the ILP pass runs on several (no filters).
@@ -84,12 +89,12 @@ sys.exit(main.main(sys.argv[1:]))
 def work(tmp_path_factory) -> Path:
     d = tmp_path_factory.mktemp("multihost")
     gen = ["generate", "-o", str(d / "regions.jsonl"), "--count", "16"]
-    cli(d, [*gen, "--min-size", "17", "--max-size", "32", "--seed", "3"]).check_returncode()
+    assert main([*gen, "--min-size", "17", "--max-size", "32", "--seed", "3"]) == 0
     return d
 
 
 def env(work: Path, cache: bool = True) -> dict:
-    e = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2")
+    e = dict(os.environ, XLA_FLAGS=xla_flags("--xla_force_host_platform_device_count=2"))
     e["JAXSCHED_CACHE_DIR"] = str(work / "xla")
     if not cache:
         del e["JAXSCHED_CACHE_DIR"]

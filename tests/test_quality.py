@@ -7,6 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import quick_jit
 
 import jaxsched
 from jaxsched import colony
@@ -19,6 +20,14 @@ from jaxsched.verify import verify, verify_order
 MACHINE = jaxsched.gfx906()
 LOADS = 6
 LATENCY = 20
+
+#: The device code the tests call, each compiled once per shape (called eagerly, each of its
+#: loops compiles apart).
+_construct = quick_jit(
+    construct.construct_ants,
+    static_argnames=("wavefronts", "wavefront_size", "uniform_exploration"),
+)
+_list_schedule = quick_jit(list_schedule, static_argnames=("priority", "latencies"))
 
 
 def loads_region(loads: int = LOADS, width: int = 8, latency: int = LATENCY) -> jaxsched.Region:
@@ -55,7 +64,7 @@ def test_ants_wait_instead_of_dying_under_the_rp_target():
         key=prepared.static_key(prep, params, jnp.bool_(True)),
         issue_width=jnp.int32(1),
     )
-    out = construct.construct_ants(
+    out = _construct(
         prep,
         inp,
         params,
@@ -78,9 +87,11 @@ def test_rp_limited_list_schedule_meets_the_target_and_overlaps_latency():
     shape = padded_shape(region, MACHINE)
     dev = jax.tree.map(jnp.asarray, pad_region(region, MACHINE, shape))
     lut = jnp.asarray(MACHINE.occupancy_lut)
-    plain = list_schedule(dev, lut, priority=("cp", "luc", "nid"), latencies=True)
+    plain = _list_schedule(dev, lut, priority=("cp", "luc", "nid"), latencies=True)
     limit = rp_limits(lut, MACHINE.target_occupancy, 0)
-    limited = list_schedule(dev, lut, priority=("cp", "luc", "nid"), latencies=True, rp_limit=limit)
+    limited = _list_schedule(
+        dev, lut, priority=("cp", "luc", "nid"), latencies=True, rp_limit=limit
+    )
     assert int(plain.occupancy) < 10  # latency first: all six loads live at once
     assert int(limited.occupancy) == 10
     n = len(region)
@@ -146,11 +157,11 @@ def test_target_schedule_defers_register_hungry_sinks():
     target = jnp.int32(MACHINE.target_occupancy)
     limit = rp_limits(lut, target, 0)
     kw = dict(priority=("cp", "luc", "nid"), latencies=True, rp_limit=limit, target=target)
-    plain = list_schedule(dev, lut, **kw)
-    deferred = list_schedule(dev, lut, defer_sinks=True, **kw)
+    plain = _list_schedule(dev, lut, **kw)
+    deferred = _list_schedule(dev, lut, defer_sinks=True, **kw)
     assert int(plain.occupancy) < 10 == int(deferred.occupancy)
     feasible = jnp.arange(shape.n, dtype=jnp.int32)  # the input order meets the target
-    best = jax.jit(target_schedule)(dev, lut, limit, target, feasible)
+    best = quick_jit(target_schedule)(dev, lut, limit, target, feasible)
     n = len(region)
     rep = verify(region, MACHINE, np.asarray(best.cycles)[:n], order=np.asarray(best.order)[:n])
     assert rep.occupancy == int(best.occupancy) == 10

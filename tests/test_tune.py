@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+from helpers import xla_flags
 
 import jaxsched
 from jaxsched.cli.main import main
@@ -111,9 +113,11 @@ def test_cli_schedule_params(tmp_path, capsys, monkeypatch):
 
 def _cli(*argv: str) -> subprocess.CompletedProcess:
     """``jaxsched ARGV`` in a fresh process (see tests/test_tune_grad.py: XLA's CPU compile of
-    the replay crashed a long-lived test worker, never a process of its own)."""
+    the replay crashed a long-lived test worker, never a process of its own), compiling at
+    LLVM's optimisation level 0 (`helpers.QUICK_COMPILE`: its time is compiles)."""
     cmd = [sys.executable, "-m", "jaxsched", *argv]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    env = dict(os.environ, XLA_FLAGS=xla_flags(os.environ.get("XLA_FLAGS", "")))
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env)
 
 
 def test_cli_tune(tmp_path, capsys):

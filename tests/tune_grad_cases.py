@@ -77,11 +77,18 @@ def _all_orders(region: Region, N: int) -> np.ndarray:
     return out
 
 
+#: Copies of `_five` in the problems of the replay and unbiasedness tests: the same shapes, so
+#: they share the compiles of `tune_problem` and of `sample` with `ONE_WAVE`.
+COPIES = 16
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("timed", [False, True])
 def test_replay_reproduces_the_sampler(timed):
-    tp = _problem([_five()], copies=2)
-    constants = tp.ctx.constants._replace(timed=jnp.full(2, timed))
+    """The replay agrees with the sampler's every decision; a region's order probabilities
+    sum to one and its sampled frequencies follow them."""
+    tp = _problem([_five()], copies=COPIES)
+    constants = tp.ctx.constants._replace(timed=jnp.full(COPIES, timed))
     tp = tp._replace(ctx=tp.ctx._replace(constants=constants))
     params = _params()
     key = jax.random.key(4)
@@ -97,14 +104,17 @@ def test_replay_reproduces_the_sampler(timed):
     # The probabilities of all orders sum to one; sampled frequencies follow them.
     N = s.order.shape[-1]
     orders = jnp.asarray(_all_orders(_five(), N))
-    one = take(tp, slice(0, 1))
-    p = np.exp(np.asarray(log_prob(one, params, orders)))[0]
+    rows = [take(tp, slice(b, b + 1)) for b in range(COPIES)]
+    p = np.exp(np.asarray(log_prob(rows[0], params, orders)))[0]
     assert p.sum() == pytest.approx(1.0, abs=1e-5)
-    big = sample(
-        jax.random.key(9), one, params, ColonyConfig(wavefronts=1, wavefront_size=2048)
-    )  # as log_prob: no stall wave
+    for row in rows[1:]:  # the copies (streams apart) follow one distribution
+        np.testing.assert_array_equal(np.exp(np.asarray(log_prob(row, params, orders)))[0], p)
+    # 2048 orders: two calls of one wavefront per copy, as log_prob (no stall wave).
+    big = [sample(jax.random.key(9 + k), tp, params, ONE_WAVE).order for k in range(2)]
     index = {tuple(o): k for k, o in enumerate(np.asarray(orders[0]))}
-    counts = np.bincount([index[tuple(o)] for o in np.asarray(big.order[0])], minlength=len(p))
+    drawn = np.concatenate([np.asarray(o).reshape(-1, o.shape[-1]) for o in big])
+    assert len(drawn) == 2048
+    counts = np.bincount([index[tuple(o)] for o in drawn], minlength=len(p))
     freq = counts / counts.sum()
     se = np.sqrt(p * (1 - p) / counts.sum())
     assert (np.abs(freq - p) <= 5 * se + 1e-3).all()
@@ -112,7 +122,7 @@ def test_replay_reproduces_the_sampler(timed):
 
 @pytest.mark.slow
 def test_reinforce_is_unbiased_on_an_enumerable_region():
-    region, copies, rounds = _five(), 16, 4
+    region, copies, rounds = _five(), COPIES, 4
     tp = _problem([region], copies)
     params = _params()
     tuned = trainable(params, F)
@@ -144,15 +154,15 @@ def test_reinforce_is_unbiased_on_an_enumerable_region():
 
 @pytest.mark.slow
 def test_training_lowers_the_exact_expected_cost():
-    regions = [_five(15), _five(14)]
-    tp = _problem(regions, copies=4)
+    regions, copies = [_five(15), _five(14)], 2  # 2 copies per region: each step ~2x faster
+    tp = _problem(regions, copies=copies)
     params = _params()
     N = tp.prob.prep.succ.shape[1] - 1
     orders = jnp.asarray(_all_orders(regions[0], N))
 
     def expected(p):
         out = 0.0
-        for b in (0, 4):
+        for b in (0, copies):
             one = take(tp, slice(b, b + 1))
             out += float((jnp.exp(log_prob(one, p, orders)) * order_costs(one, orders)).sum())
         return out
