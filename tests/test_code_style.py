@@ -1,6 +1,7 @@
 """House conventions that a reader relies on (docs/conventions.md), checked on the source:
-records of more than 3 fields are built by keyword, and parameters have names that say what
-they hold (one- or two-letter names below 5% in the cores, colony/ and makespan/)."""
+records of more than 3 fields are built by keyword, no module reaches into another's private
+names (``from jaxsched.x import _name`` or ``module._name``), and parameters have names that
+say what they hold (one- or two-letter names below 5% in the cores, colony/ and makespan/)."""
 
 from __future__ import annotations
 
@@ -53,6 +54,46 @@ def _positional_constructions(trees: dict[Path, ast.Module]) -> list[str]:
 
 def test_records_of_more_than_three_fields_are_built_by_keyword():
     assert _positional_constructions(_trees()) == []
+
+
+def _private_imports(trees: dict[Path, ast.Module]) -> list[str]:
+    """``path:line name`` of each private name (one leading underscore) of a jaxsched module
+    imported or read as an attribute of an imported jaxsched module in another module."""
+    found = []
+    for path, tree in trees.items():
+        modules = set()  # local names bound to jaxsched modules or their members
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("jaxsched"):
+                for alias in node.names:
+                    if alias.name.startswith("_") and not alias.name.startswith("__"):
+                        found.append(f"{path.relative_to(SRC.parent)}:{node.lineno} {alias.name}")
+                    modules.add(alias.asname or alias.name)
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.startswith("jaxsched"):
+                        modules.add(alias.asname or alias.name.split(".")[0])
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in modules
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+                and node.attr not in {"_replace", "_fields", "_asdict", "_make"}
+            ):
+                found.append(f"{path.relative_to(SRC.parent)}:{node.lineno} {node.attr}")
+    return found
+
+
+def test_no_module_imports_another_modules_private_names():
+    assert _private_imports(_trees()) == []
+
+
+def test_the_check_sees_a_private_import():
+    tree = ast.parse(
+        "from jaxsched.colony import engine\nfrom jaxsched.store import _key\nengine._past(1)\n"
+    )
+    assert len(_private_imports({SRC / "x.py": tree})) == 2
 
 
 def test_the_check_sees_a_positional_record(tmp_path):
