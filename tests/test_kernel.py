@@ -14,7 +14,7 @@ from cuda_lowering import TRITON_CALL, lower_for_cuda
 from helpers import construction_batch, construction_params
 
 import jaxsched
-from jaxsched import colony
+from jaxsched import colony, fused
 from jaxsched.colony.construction import dispatch, kernel, prepared
 from jaxsched.colony.params import ColonyConfig, default_params
 from jaxsched.errors import InputError
@@ -81,13 +81,13 @@ def test_dispatch_and_config() -> None:
     from jaxsched.colony.construction import native
 
     cpu_native = jax.default_backend() == "cpu" and native.unavailable() is None
-    expected = "pallas" if dispatch.gpu_platform() == "cuda" else "lax"
+    expected = "pallas" if fused.gpu_platform() == "cuda" else "lax"
     assert dispatch.resolve("auto") == ("native" if cpu_native else expected)
     for name in ("lax", "pallas", "interpret"):
         assert dispatch.resolve(name) == name
     with pytest.raises(InputError, match="construction"):
         ColonyConfig(construction="triton")
-    if dispatch.gpu_platform() is None:
+    if fused.gpu_platform() is None:
         with pytest.raises(InputError, match="needs a GPU"):
             jaxsched.schedule(generate_region(0, 5), MACHINE, ants=64, construction="pallas")
 

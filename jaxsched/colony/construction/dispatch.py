@@ -18,7 +18,6 @@ from jaxsched.colony.construction.construct import construct_ants
 from jaxsched.colony.construction.prepared import Prepared
 from jaxsched.colony.params import ColonyConfig, ColonyParams
 from jaxsched.errors import InputError
-from jaxsched.fused import gpu_platform  # noqa: F401 (re-exported)
 
 
 def resolve(construction: str, prep: Prepared | None = None) -> str:
