@@ -768,7 +768,6 @@ def main(argv: list[str] | None = None) -> int:
             c_build_s=c_build_s,
             native_flags=" ".join(native.FLAGS),
             native_build_s=native_build_s,
-            native_fma=native.xla_contracts(),
             quick=a.quick,
             seed=a.seed,
         ),

@@ -164,6 +164,28 @@ def test_the_soft_limit_steers() -> None:
     assert changed[lowered].any() and not changed[~lowered].any()
 
 
+def test_a_regions_ants_do_not_depend_on_its_batch() -> None:
+    """Two rows of a batch run alone give the batch's results: XLA fuses products into sums
+    (one rounding) depending on the shapes it compiles, so the colony rounds every product
+    apart (`antstate.rounded`). On this batch (32 regions of 17..32 instructions, a float16
+    pheromone table) rows 24:26 differed alone before it did."""
+    batch = construction_batch(generate_regions(32, 16, 17, 32), MACHINE, 32, tau_dtype=jnp.float16)
+    fields = ("prep", "inp", "params", "keys", "uniform")
+    rows = batch._replace(
+        **{f: jax.tree.map(lambda x: x[24:26], getattr(batch, f)) for f in fields}
+    )
+
+    def lax_ants(p, i, pp, k, steps, u):
+        return construct.construct_ants(
+            p, i, pp, k, steps, wavefronts=WAVES, wavefront_size=WAVE, uniform_exploration=u,
+            batch_axis="regions",
+        )  # fmt: skip
+
+    run = jax.jit(jax.vmap(lax_ants, in_axes=(0, 0, 0, 0, None, 0), axis_name="regions"))
+    full, part = (jax.device_get(run(*b[:5], jnp.asarray(b.uniform))) for b in (batch, rows))
+    _assert_identical(jax.tree.map(lambda x: x[24:26], full), part)
+
+
 @needs_native
 def test_native_under_jit_without_vmap_inactive_and_not_retraced() -> None:
     """One region's ILP pass by the native construction under `jit` without `vmap` (the FFI

@@ -1,6 +1,7 @@
 """The records a construction step reads and writes: the ants' ready lists and state (ant axis
 last, sentinels index dummy rows), the per-iteration step inputs, the results, and the view a
-decision takes of them; with the two array helpers every layer uses (`any_`, `prefix_sum`)."""
+decision takes of them; with the array helpers every layer uses (`any_`, `prefix_sum`,
+`rounded`)."""
 
 from __future__ import annotations
 
@@ -93,6 +94,18 @@ def first_slots(ready: ReadyList, width: int) -> ReadyList:
 def any_(values: jax.Array, axis: int) -> jax.Array:
     """``x.any(axis)`` as an integer max (a Pallas Triton kernel has no boolean reduction)."""
     return jnp.max(values.astype(jnp.int32), axis=axis) > 0
+
+
+def rounded(*products: jax.Array) -> tuple[jax.Array, ...]:
+    """``products``, each rounded to its dtype before any addition uses it.
+
+    XLA (CPU and GPU) fuses a product into the addition that follows it (a fused multiply-add,
+    one rounding) where the fusion and vectorisation of the computation allow, and those
+    depend on the batch's shape: the same region could score differently in a batch of 64
+    and alone on one of 8 devices. Behind this barrier every batch, device count and back end
+    rounds alike (the native construction is compiled without contraction). Differentiable and
+    batched like its operands."""
+    return lax.optimization_barrier(products)
 
 
 def prefix_sum(values: jax.Array) -> jax.Array:

@@ -18,6 +18,7 @@ from jaxsched.colony.construction.antstate import (
     StepInputs,
     any_,
     prefix_sum,
+    rounded,
 )
 from jaxsched.colony.construction.draws import AntSeeds, uniform
 from jaxsched.colony.construction.prepared import (
@@ -96,6 +97,7 @@ def _scores(
     ant: AntView,
     inp: StepInputs,
     params: ColonyParams,
+    rounding=rounded,
 ) -> jax.Array:
     """f32[w, A]: score of each eligible slot (0 elsewhere), as in the spec:
     ``tau[last, j] * (1 + key[j])``, damped for RP increase, soft-limit overflow and stalls.
@@ -111,8 +113,10 @@ def _scores(
     ws = static_weight_sum(params)
     luc = ready.kill.sum(axis=0).astype(jnp.float32)
     luc = luc / jnp.maximum(luc.max(axis=0), 1.0)
-    extra, w_extra = _dynamic_terms(ready.kill, ready.born, cands.wait, params)
-    key = (ready.key * ws + wl * luc + extra) / jnp.maximum(ws + jnp.abs(wl) + w_extra, 1e-6)
+    extra, w_extra = _dynamic_terms(ready.kill, ready.born, cands.wait, params, rounding)
+    static, last_use = rounding(ready.key * ws, wl * luc)
+    # XLA may turn the division into a product with the reciprocal: rounded before the sum.
+    (key,) = rounding((static + last_use + extra) / jnp.maximum(ws + jnp.abs(wl) + w_extra, 1e-6))
     score = tau.astype(jnp.float32) * (1.0 + key)
     calm_exists = any_(cands.eligible & ~raises, 0)
     score = jnp.where(raises & calm_exists, score * params.rp_damping, score)
@@ -127,7 +131,7 @@ def _scores(
 
 
 def _dynamic_terms(
-    kill: jax.Array, born: jax.Array, wait: jax.Array, params: ColonyParams
+    kill: jax.Array, born: jax.Array, wait: jax.Array, params: ColonyParams, rounding=rounded
 ) -> tuple[jax.Array, jax.Array]:
     """(f32[w, A] weighted sum, f32[] sum of weight magnitudes) of the per-file width killed
     and defined (``kill``, ``born`` int32[F, w, A]) and the cycles to wait (``wait`` f32[w, A],
@@ -141,8 +145,12 @@ def _dynamic_terms(
         values = values.astype(jnp.float32)
         return values * (1.0 / jnp.maximum(values.max(axis=-2, keepdims=True), 1.0))
 
-    terms = (wk[:, None, None] * scaled(kill) + wb[:, None, None] * scaled(born)).sum(axis=0)
-    terms = terms + params.weight_wait * scaled(jnp.maximum(wait, 0.0))
+    killed, defined, waited = rounding(
+        wk[:, None, None] * scaled(kill),
+        wb[:, None, None] * scaled(born),
+        params.weight_wait * scaled(jnp.maximum(wait, 0.0)),
+    )
+    terms = (killed + defined).sum(axis=0) + waited
     return terms, jnp.abs(wk).sum() + jnp.abs(wb).sum() + jnp.abs(params.weight_wait)
 
 
@@ -205,12 +213,14 @@ def step_scores(
     inp: StepInputs,
     params: ColonyParams,
     seeds: AntSeeds,
+    rounding=rounded,
 ) -> tuple[Candidates, jax.Array]:
     """The candidates of a `first_slots` view and their scores (f32[w, A], 0 where not
     eligible): everything a decision weighs before the pick (`decide`, and the replay of
-    given orders in `jaxsched.tune`)."""
+    given orders in `jaxsched.tune`). ``rounding``: `antstate.rounded` (products rounded
+    before they are added), or the identity where the barrier cannot lower (Triton)."""
     c = _candidates(ready, ant, live_through, inp, seeds)
-    return c, _scores(ready, tau, c, ant, inp, params)
+    return c, _scores(ready, tau, c, ant, inp, params, rounding)
 
 
 def decide(
@@ -225,13 +235,15 @@ def decide(
     *,
     dummy_slot: int,
     scan=prefix_sum,
+    rounding=rounded,
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
     """Pick a slot per ant from a `first_slots` view holding every ant's candidates (``tau``
     f32|f16[w, A]: pheromone of each slot's candidate after the ant's last choice). Returns (slot
     int32[A], ``dummy_slot`` for finished ants; cycle int32[A]; issued int32[A]).
 
     Pure math on loaded values, shared by the `lax` step and the fused kernel; ``scan`` is the
-    prefix sum (the kernel passes `jnp.cumsum`, which Pallas lowers; sums are exact)."""
-    c, score = step_scores(ready, tau, ant, live_through, inp, params, seeds)
+    prefix sum (the kernel passes `jnp.cumsum`, which Pallas lowers; sums are exact);
+    ``rounding`` as in `step_scores`."""
+    c, score = step_scores(ready, tau, ant, live_through, inp, params, seeds, rounding)
     pick = pick_slot(score, c.eligible, step_index, inp.q0, seeds, scan)
     return jnp.where(ready.count > 0, pick, dummy_slot), c.cycle, c.issued

@@ -10,6 +10,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from jaxsched.colony.construction.antstate import rounded
 from jaxsched.colony.params import ColonyParams
 
 
@@ -51,7 +52,8 @@ def make_seeds(
         jax.random.bits(k_wave, (wavefronts,), jnp.uint32)[wave],
         jax.random.bits(k_coin, (ants,), jnp.uint32),
     )
-    n_stall_waves = jnp.floor(params.stall_fraction * wavefronts + 0.5).astype(jnp.int32)
+    (stall_waves,) = rounded(params.stall_fraction * wavefronts)
+    n_stall_waves = jnp.floor(stall_waves + 0.5).astype(jnp.int32)
     return AntSeeds(
         seed=jax.random.bits(k_ant, (ants,), jnp.uint32), coin=coin, may_stall=wave < n_stall_waves
     )

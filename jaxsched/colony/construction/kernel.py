@@ -145,6 +145,12 @@ def _fill(field: str, sentinel: int):
     return sentinel if field == "ids" else 0
 
 
+def _as_computed(*products: jax.Array) -> tuple[jax.Array, ...]:
+    """The kernel's `antstate.rounded` under Triton, which has no barrier to lower: products
+    as its compiler rounds them (it may fuse multiply-adds; the interpreter rounds apart)."""
+    return products
+
+
 def _decide_at(
     width: int,
     step_index,
@@ -155,6 +161,7 @@ def _decide_at(
     params,
     seeds,
     sentinel,
+    rounding,
 ):
     """`decision.decide` on the first ``width`` slots, loaded with a mask past each count."""
     B = lanes.count.shape[0]
@@ -184,6 +191,7 @@ def _decide_at(
         seeds,
         dummy_slot=K,
         scan=scan,
+        rounding=rounding,
     )
 
 
@@ -196,6 +204,7 @@ def _step(
     params,
     seeds,
     barrier,
+    rounding,
 ) -> _Lanes:
     """One step of the block's ants (the kernel's `construct.ants_step`): decide, read the old
     values, remove the pick from the ready list, release its successors, update registers."""
@@ -207,7 +216,7 @@ def _step(
     most = lanes.count.max()
     branch = sum((most > w).astype(jnp.int32) for w in widths[:-1]) if len(widths) > 1 else 0
     decide = [
-        partial(_decide_at, w, step_index, lanes, ant_refs, tables, inp, params, seeds, N)
+        partial(_decide_at, w, step_index, lanes, ant_refs, tables, inp, params, seeds, N, rounding)
         for w in widths
     ]
     pick, cycle, issued = lax.switch(branch, decide) if len(widths) > 1 else decide[0]()
@@ -404,9 +413,10 @@ def _kernel(tables, params, seeds, _, state, _scratch, *, interpret: bool):
     seeds = jax.tree.map(lambda ref: ref[...], seeds)
     S = state
     barrier = fused.barrier(interpret)
+    rounding = antstate.rounded if interpret else _as_computed
 
     def body(step_index, lanes):
-        return _step(step_index, lanes, S, T, inp, params, seeds, barrier)
+        return _step(step_index, lanes, S, T, inp, params, seeds, barrier, rounding)
 
     lanes0 = jax.tree.map(lambda ref: ref[...], _lanes_of(S))
     L = lax.fori_loop(0, T.num_steps[...], body, lanes0)

@@ -12,6 +12,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from jaxsched.colony.construction.antstate import rounded
 from jaxsched.colony.params import ColonyParams
 from jaxsched.heuristics.tables import BIG, Array, append_row, scatter_add, scatter_set
 from jaxsched.problem.padded import DeviceRegion
@@ -182,7 +183,10 @@ def static_key(prep: Prepared, params: ColonyParams, timed: jax.Array) -> jax.Ar
     divided by the sum of their magnitudes), in [0, 1] for non-negative weights (default: the
     critical path alone)."""
     feats = static_features(prep, timed)
-    num = params.weight_cp * feats[0]
-    for name, f in zip(STATIC_WEIGHTS[1:], feats[1:], strict=True):
-        num = num + getattr(params, name) * f
+    terms = rounded(
+        *(getattr(params, name) * f for name, f in zip(STATIC_WEIGHTS, feats, strict=True))
+    )
+    num = terms[0]
+    for term in terms[1:]:
+        num = num + term
     return num / jnp.maximum(static_weight_sum(params), 1e-6)

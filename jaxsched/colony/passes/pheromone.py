@@ -10,6 +10,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from jaxsched.colony.construction.antstate import rounded
 from jaxsched.colony.construction.prepared import BIG
 from jaxsched.colony.params import ColonyParams
 
@@ -44,8 +45,9 @@ def deposit(
     ratio = jnp.where(
         heuristic > 0, cost / (params.deposit_ref * jnp.maximum(heuristic, 1e-6)), 0.0
     )
-    amount = (1.0 - jnp.minimum(1.0, ratio)) * params.deposit_scale + params.deposit_base
+    (gain,) = rounded((1.0 - jnp.minimum(1.0, ratio)) * params.deposit_scale)
+    amount = gain + params.deposit_base
     prev, nxt = _links(order)
-    out = tau * (1.0 - params.decay).astype(tau.dtype)
+    (out,) = rounded(tau * (1.0 - params.decay).astype(tau.dtype))
     out = out.at[prev, nxt].add(jnp.where(found, amount, 0.0).astype(tau.dtype))
     return jnp.clip(out, params.tau_min, params.tau_max).astype(tau.dtype)

@@ -12,9 +12,8 @@ the CPU (``construct.cc``, shipped as source), identical results for identical i
   import of this module when the library is already built (so executables that call it load
   from the executable store, `jaxsched.store`), else when a construction first needs it.
 * **Identity**: the kernel mirrors the `lax` step's integer state machine and its float32
-  scores operation by operation; XLA:CPU fuses a product and a sum into one multiply-add where
-  the CPU has FMA, and the kernel does the same where the `lax` path's expressions allow it
-  (`xla_contracts` measures whether this XLA does). Scores are assumed positive
+  scores operation by operation, each product rounded before it is added (the `lax` path
+  rounds them apart behind `antstate.rounded`, whatever XLA's fusion). Scores are assumed positive
   (``score_floor > 0``, the default 1e-7): with scores <= 0 the exploiting pick of the `lax`
   path depends on its padded decision width, which the kernel does not have.
 * **Batching**: `jax.vmap` broadcasts every operand (``vmap_method="broadcast_all"``); the
@@ -36,7 +35,6 @@ import os
 import shutil
 import subprocess
 import tempfile
-import threading
 import uuid
 import warnings
 from pathlib import Path
@@ -45,7 +43,6 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import jaxlib
-import numpy as np
 
 from jaxsched.colony.construction.antstate import AntResults, StepInputs
 from jaxsched.colony.construction.draws import make_seeds
@@ -79,10 +76,10 @@ class Layout(NamedTuple):
 
 
 #: The ``ints`` operand (int32): pass kind (ILP 1), issue width, steps to run, region
-#: active, whether XLA fuses multiply-adds (`xla_contracts`); the per-file RP limits.
+#: active; the per-file RP limits.
 INTS = Layout(
     name="ints",
-    scalars=("timed", "issue_width", "num_steps", "active", "fma"),
+    scalars=("timed", "issue_width", "num_steps", "active"),
     per_file=("rp_limit", "soft_limit"),
 )
 #: The ``floats`` operand (f32): the decision's constants (`decision._scores`; ``dynamic`` 1
@@ -293,31 +290,6 @@ def unsupported(prep: Prepared | None) -> str | None:
     return None
 
 
-@functools.cache
-def xla_contracts() -> bool:
-    """Whether XLA:CPU fuses ``a * b + c`` into one multiply-add (on CPUs with FMA). Probed
-    in a thread of its own: JAX's trace state and mesh contexts are per thread, so a call
-    while tracing (under `shard_map` over the devices of several processes) still runs one
-    small computation on this process's CPU."""
-    out: list[bool] = []
-    probe = threading.Thread(target=lambda: out.append(_fma_probe()))
-    probe.start()
-    probe.join()
-    if not out:
-        raise RuntimeError("the XLA:CPU multiply-add probe failed")
-    return out[0]
-
-
-def _fma_probe() -> bool:
-    a = np.full(8, 1 + 2.0**-12, np.float32)
-    c = np.full(8, -1.0, np.float32)
-    cpu = jax.local_devices(backend="cpu")[0]  # this process's (several processes: not 0's)
-    out = jax.jit(lambda mul_a, mul_b, add: mul_a * mul_b + add)(
-        *(jax.device_put(x, cpu) for x in (a, a, c))
-    )
-    return bool(np.asarray(out)[0] != np.float32(2.0**-11))
-
-
 def _scalars(
     prep: Prepared,
     inp: StepInputs,
@@ -341,7 +313,6 @@ def _scalars(
         issue_width=inp.issue_width,
         num_steps=num_steps,
         active=active,
-        fma=xla_contracts(),
         rp_limit=inp.rp_limit,
         soft_limit=inp.soft_limit,
     )

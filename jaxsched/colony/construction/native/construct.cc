@@ -9,9 +9,8 @@
 //     writes of the `lax` path (instruction N, register R, slot K) only touch dummy rows that
 //     are never read, so they are skipped here.
 //   * The same float32 operations in the same order (compiled with -ffp-contract=off, so
-//     every operation is as written). Where XLA:CPU contracts a product and a sum into one
-//     fused multiply-add (LLVM does when the CPU has FMA), `mad` does too, by the `fma` flag
-//     the caller measures on its own XLA (`native.xla_contracts`).
+//     every operation is as written): each product is rounded before it is added, as the
+//     `lax` path rounds them apart behind `antstate.rounded`.
 //   * The roulette runs on integer weights (exact prefix sums) and the random numbers are the
 //     `draws.uniform` hash of the per-ant seeds the caller drew with `draws.make_seeds`.
 //
@@ -86,7 +85,7 @@ inline float half_to_float(uint16_t h) {
 struct Region {
   int32_t N, K, R, F, D, U, V;  // arrays have N + 1, K + 1, R + 1 rows
   int32_t n, steps, timed, issue_width, init_count;
-  bool active, fma, dynamic;
+  bool active, dynamic;
   const int32_t *succ, *succ_lat, *num_preds, *uses, *defs, *def_wf, *reg_wf;
   const int32_t *reg_num_uses, *reg_users_xor, *live_through, *init_ready, *init_kill;
   const int32_t *rp_limit, *soft_limit;
@@ -94,9 +93,6 @@ struct Region {
   const float *key, *wk, *wb;
   const void* tau;  // float or uint16_t (f16 bits)
   float q0, stall_budget, ws, wl, den, ww, rp_damping, overflow_damping, score_floor;
-
-  // a * b + c, fused where XLA fuses it.
-  float mad(float a, float b, float c) const { return fma ? std::fmaf(a, b, c) : a * b + c; }
 };
 
 inline float tau_value(float x) { return x; }
@@ -199,10 +195,10 @@ struct Kernel {
       for (int32_t f = 0; f < F; ++f) {
         const float sk = static_cast<float>(a.kill[static_cast<size_t>(k) * F + f]) * inv_kill[f];
         const float sb = static_cast<float>(a.born[static_cast<size_t>(k) * F + f]) * inv_born[f];
-        terms = terms + g.mad(g.wk[f], sk, g.wb[f] * sb);
+        terms = terms + (g.wk[f] * sk + g.wb[f] * sb);
       }
       const float sw = std::max(static_cast<float>(a.e[k] - cycle), 0.0f) * inv_wait;
-      a.extra[k] = g.mad(g.ww, sw, terms);
+      a.extra[k] = terms + g.ww * sw;
     }
   }
 
@@ -289,7 +285,7 @@ struct Kernel {
       a.flags[k] = fl | kEligible;
       last_eligible = k;
       const float luc = static_cast<float>(a.kill_sum[k]) / luc_den;
-      float num = g.mad(a.key[k], g.ws, g.wl * luc);
+      float num = a.key[k] * g.ws + g.wl * luc;
       if (g.dynamic) num = num + a.extra[k];
       float score = tau_value(tau_row[a.ids[k]]) * (1.0f + num / g.den);
       if ((fl & kRaises) && calm_exists) score = score * g.rp_damping;
@@ -525,7 +521,7 @@ ffi::Error Construct(ffi::AnyBuffer n, ffi::AnyBuffer succ, ffi::AnyBuffer succ_
   //   tau           f32|f16[B, N + 1, N + 1]: pheromone (row N: the start)
   //   key           f32[B, N + 1]: static heuristic key
   //   ints          int32[B, layout::ints::size(F)]: the scalars of `layout::ints` by name
-  //                 (timed, issue_width, num_steps, active, fma), then its per-file blocks
+  //                 (timed, issue_width, num_steps, active), then its per-file blocks
   //                 (rp_limit[F], soft_limit[F]); construct_layout.h
   //   floats        f32[B, layout::floats::size(F)]: likewise `layout::floats` (q0,
   //                 stall_budget, the static weight sum, the last-use weight, the key
@@ -582,7 +578,7 @@ ffi::Error Construct(ffi::AnyBuffer n, ffi::AnyBuffer succ, ffi::AnyBuffer succ_
     g.key = at<float>(key, b, N1);
     const int32_t* iv = at<int32_t>(ints, b, nI);
     g.timed = iv[li::timed], g.issue_width = iv[li::issue_width], g.steps = iv[li::num_steps];
-    g.active = iv[li::active] != 0, g.fma = iv[li::fma] != 0;
+    g.active = iv[li::active] != 0;
     g.rp_limit = iv + li::block(li::rp_limit, F), g.soft_limit = iv + li::block(li::soft_limit, F);
     const float* fv = at<float>(floats, b, nF);
     g.q0 = fv[lf::q0], g.stall_budget = fv[lf::stall_budget];
