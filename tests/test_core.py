@@ -17,6 +17,7 @@ from jaxsched.colony.construction import antstate, construct, prepared
 from jaxsched.colony.problem import SOURCES, canonical_shape
 from jaxsched.errors import InputError
 from jaxsched.heuristics import issue_cycles
+from jaxsched.heuristics.hoist import hoist
 from jaxsched.heuristics.list_scheduler import stall_schedule
 from jaxsched.machines import generic
 from jaxsched.machines.model import RP_UNLIMITED, rp_limits
@@ -162,14 +163,18 @@ def test_partial_loop_gives_valid_schedules(regions, prob, loop_jit):
 
 
 def test_schedule_is_a_shell_over_solve(regions, prob, solve_jit):
-    """`schedule` returns what `solve` computes for the same key and settings."""
+    """`schedule` returns what `solve` computes for the same key and settings (then
+    `hoist`ed at its own peaks where `Result.hoisted` says so)."""
     res = jaxsched.schedule(
         regions, MACHINE, seed=7, config=CONFIG, filters=False, starts=("input",)
     )
     params = colony.default_params(cycle_threshold=-1.0, occ_gain=0.0)
     sol = jax.device_get(solve_jit(jax.random.key(7), prob, params))
     for b, (region, r) in enumerate(zip(regions, res, strict=True)):
-        assert r.order == tuple(int(x) for x in sol.order[b, : len(region)])
+        order = tuple(int(x) for x in sol.order[b, : len(region)])
+        if r.hoisted:
+            order = hoist(region, MACHINE, order, [int(x) for x in sol.peak[b]])[0]
+        assert r.order == order
         assert r.source == SOURCES[int(sol.source[b])]
 
 

@@ -39,8 +39,11 @@ from jaxsched.colony.problem import (
 from jaxsched.colony.settings import Options, resolve
 from jaxsched.compilation import COMPILED
 from jaxsched.errors import InputError
+from jaxsched.heuristics.hoist import hoist
+from jaxsched.heuristics.host_schedule import host_region, order_peak_rp_host
+from jaxsched.heuristics.list_scheduler import issue_cycles
 from jaxsched.machines.model import Machine, gfx906
-from jaxsched.problem.padded import PaddedShape
+from jaxsched.problem.padded import PaddedShape, pad_region
 from jaxsched.problem.region import Region
 
 _init_jit = jax.jit(init, static_argnames=("config",))
@@ -59,7 +62,9 @@ class Result:
     ``run_seconds`` are those of the batch the region ran in. ``order_without_headroom`` is
     the order the same search returns with the headroom rule off (``order`` itself when the
     rule changed nothing): the shortest within the RP target, a second candidate for callers
-    that check registers after allocation (`jaxsched.mir_files`).
+    that check registers after allocation (`jaxsched.mir_files`). ``hoisted``: the colony's
+    order was shortened afterwards by `jaxsched.heuristics.hoist` at the same per-file peaks
+    (`HOIST_GAP`); ``source`` still names the candidate it started from.
     """
 
     name: str
@@ -82,6 +87,7 @@ class Result:
     run_seconds: float = 0.0
     exact: str | None = None
     order_without_headroom: tuple[int, ...] = ()  # the order were the headroom rule off
+    hoisted: bool = False  # `order` (or `order_without_headroom`) shortened by `hoist`
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
@@ -138,7 +144,7 @@ def to_result(
         for i, p in enumerate(("rp", "ilp"))
         for k in ("best", "winner", "alive")
     }
-    return Result(
+    result = Result(
         name=region.name,
         cycles=np.asarray(sol.cycles[index, :n], np.int64),
         order=tuple(int(x) for x in sol.order[index, :n]),
@@ -159,6 +165,50 @@ def to_result(
         compile_seconds=seconds[0],
         run_seconds=seconds[1],
         exact=None if exact is None else exact.length.status if exact.rp.optimal else "bounded",
+    )
+    return _hoisted(region, machine, result)
+
+
+#: `to_result` tries `hoist` on a result at least this fraction above its length bound (and
+#: 32 cycles), of at most `HOIST_MAX_SIZE` instructions.
+HOIST_GAP = 0.2
+HOIST_MAX_SIZE = 1024
+
+
+def _hoisted(region: Region, machine: Machine, result: Result) -> Result:
+    """``result`` with its orders shortened by `hoist` at their own per-file peaks, where the
+    length is far from its bound (`HOIST_GAP`); ``result`` itself otherwise."""
+    lb, n = result.length_lower_bound, len(result.order)
+    if n > HOIST_MAX_SIZE or result.length <= max(lb * (1 + HOIST_GAP), lb + 32):
+        return result
+    peaks = [result.peak_rp[f] for f in machine.file_names]
+    better = hoist(region, machine, result.order, peaks)
+    other = result.order_without_headroom
+    if other and other != result.order:
+        host = host_region(pad_region(region, machine))
+        own = order_peak_rp_host(host, np.asarray(other, np.int32))
+        shorter = hoist(region, machine, other, own)
+        other = shorter[0] if shorter is not None else other
+    elif better is not None:
+        other = better[0]
+    if better is None and other == result.order_without_headroom:
+        return result
+    if better is None:
+        return dataclasses.replace(result, order_without_headroom=other, hoisted=True)
+    order, length = better
+    host = host_region(pad_region(region, machine))
+    peaks = [int(x) for x in order_peak_rp_host(host, np.asarray(order, np.int32))]
+    return dataclasses.replace(
+        result,
+        cycles=issue_cycles(region, order, machine.issue_width),
+        order=order,
+        length=length,
+        peak_rp=dict(zip(machine.file_names, peaks, strict=True)),
+        occupancy=machine.occupancy(peaks),
+        rp_cost=machine.rp_cost(peaks),
+        optimal_length=result.optimal_length or length <= lb,
+        order_without_headroom=other,
+        hoisted=True,
     )
 
 
