@@ -41,9 +41,10 @@ def hoist(
     order: Sequence[int],
     limits: Sequence[int],
     *,
-    min_latency: int = 20,
+    min_latency: int = 8,
     lookback: int = 3,
     max_rounds: int = 64,
+    budget: int = 200_000,
 ) -> tuple[tuple[int, ...], int] | None:
     """A shorter order than ``order`` whose per-file peak RP (live-through included, as
     `jaxsched.heuristics.host_schedule.order_peak_rp_host` counts it) stays within ``limits``
@@ -57,6 +58,9 @@ def hoist(
       lookback: how many earlier long-latency instructions to try to move ahead of.
       max_rounds: a cap on the rounds of moves (each round keeps at most one move per
         instruction).
+      budget: a cap on the work, in instructions looked at: each move tried costs the
+        region's size; the search stops, keeping what it found, when the budget is spent
+        (about a second on the CPU).
     """
     host = host_region(pad_region(region, machine))
     cap = np.asarray(limits)
@@ -67,27 +71,34 @@ def hoist(
         return None
     cur = list(order)
     best = length = _length(region, cur, machine)
+    tries = [max(1, budget // len(cur))]  # moves left to try
     for _ in range(max_rounds):
         moved = False
         for i in [j for j in cur if j in longs]:
-            new = _first_move(region, machine, host, preds, longs, cur, i, cap, length, lookback)
-            if new is not None:
-                cur, length = new
+            found = _first_move(
+                region, machine, host, preds, longs, cur, i, cap, length, lookback, tries
+            )
+            if found is not None:
+                cur, length = found
                 moved = True
-        if not moved:
+            if tries[0] <= 0:
+                break
+        if not moved or tries[0] <= 0:
             break
     return (tuple(cur), length) if length < best else None
 
 
-def _first_move(region, machine, host, preds, longs, cur, i, cap, length, lookback):
+def _first_move(region, machine, host, preds, longs, cur, i, cap, length, lookback, tries):
     """(order, length) of the first shortening move of ``i`` that keeps the peaks within
-    ``cap``, trying the earliest positions first; None when there is none."""
+    ``cap``, trying the earliest positions first; None when there is none (or ``tries[0]``,
+    the moves left to try, runs out; each try takes one)."""
     pos = {x: k for k, x in enumerate(cur)}
     at = pos[i]
     before = [pos[j] + 1 for j in cur[:at] if j in longs][-lookback:]
     for p in sorted({0, *before}):
-        if p >= at:
+        if p >= at or tries[0] <= 0:
             continue
+        tries[0] -= 1
         cone = _cone(preds, pos, i, p)
         new = cur[:p] + [x for x in cur[p:] if x in cone]
         new += [x for x in cur[p:] if x not in cone]
