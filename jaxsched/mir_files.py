@@ -41,6 +41,7 @@ from jaxsched.problem.region import Region
 
 __all__ = [
     "MIR_HEADROOM_ALLOWANCE",
+    "MIR_HOIST_BELOW",
     "MIR_RESERVES",
     "SHORTEST",
     "FileSchedule",
@@ -334,6 +335,7 @@ def colony_scheduler(
         if alternatives is not None:
             alternatives[SHORTEST] = [tuple(r.order_without_headroom) for r in got]
             alternatives.update(_reserved(regions, got, machine, seed, time_limit))
+            alternatives.update(_hoisted_to_level(regions, got, machine))
         return [tuple(r.order) for r in got]
 
     return colony
@@ -368,6 +370,48 @@ def _reserved(
         for k, r in zip(todo, again, strict=True):
             orders[k] = tuple(r.order_without_headroom)
         out[f"ours-reserve{reserve}"] = orders
+    return out
+
+
+#: The guard's candidates with VGPRs spent for length after the colony: on each region far
+#: from its length bound (`jaxsched.colony.host.HOIST_GAP`), the colony's order hoisted
+#: (`jaxsched.heuristics.hoist`) up to this many VGPRs below the limit of its occupancy level
+#: (other files at the order's own peaks), by label. The colony keeps a level's top eighth
+#: free (the headroom rule); llc's allocator says here whether more registers fit: parboil's
+#: mb_sad_calc loop on gfx942 comes to 371 cycles at occupancy 8 (62 VGPRs) with 4 below the
+#: level's 64, where LLVM's is 379 and the colony's 968 (benchmarks/reports/postra.md).
+MIR_HOIST_BELOW = (4, 8)
+
+
+def _hoisted_to_level(
+    regions: list[Region], got: list, machine: Machine
+) -> dict[str, list[tuple[int, ...]]]:
+    """The colony's orders with each far region hoisted to `MIR_HOIST_BELOW` VGPRs under
+    its occupancy level's limit, by label (none where no region moves)."""
+    import numpy as np
+
+    from jaxsched.colony.host import HOIST_GAP, HOIST_MAX_SIZE
+    from jaxsched.heuristics.hoist import hoist
+    from jaxsched.machines.model import rp_limits
+
+    if "VGPR" not in machine.file_names:
+        return {}
+    v = machine.file_index("VGPR")
+    out = {}
+    for below in MIR_HOIST_BELOW:
+        orders, moved = [tuple(r.order) for r in got], False
+        for k, r in enumerate(got):
+            lb = r.length_lower_bound
+            if len(r.order) > HOIST_MAX_SIZE or r.length <= max(lb * (1 + HOIST_GAP), lb + 32):
+                continue
+            cap = [r.peak_rp[f] for f in machine.file_names]
+            level = rp_limits(machine.occupancy_lut, machine.target_occupancy, r.rp_cost, xp=np)
+            cap[v] = max(cap[v], int(level[v]) - below)
+            found = hoist(regions[k], machine, r.order, cap)
+            if found is not None:
+                orders[k], moved = found[0], True
+        if moved:
+            out[f"ours-hoist{below}"] = orders
     return out
 
 

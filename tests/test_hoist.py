@@ -92,3 +92,19 @@ def test_schedule_results_are_hoisted_where_far_from_the_bound():
     assert report.length == result.length
     assert report.peak_rp == result.peak_rp
     assert result.occupancy == report.occupancy == 10
+
+
+def test_the_guard_gets_orders_hoisted_toward_the_level_limit():
+    """`mir_files.colony_scheduler` leaves the guard candidates hoisted up to 4 and 8 VGPRs
+    under the occupancy level's limit (24 at occupancy 10 on gfx906): shorter than the
+    colony's order where they take more registers, never above the cap."""
+    from jaxsched.mir_files import SHORTEST, colony_scheduler
+
+    (region,) = load_regions(DATA / "histo_final_loop.gfx906.jsonl")
+    machine, alternatives = get_machine("gfx906"), {}
+    (order,) = colony_scheduler(machine, seed=0, alternatives=alternatives)([region])
+    assert SHORTEST in alternatives and "ours-hoist4" in alternatives
+    (hoisted,) = alternatives["ours-hoist4"]
+    report = verify(region, machine, issue_cycles(region, hoisted), order=np.asarray(hoisted))
+    assert report.peak_rp["VGPR"] <= 24 - 4 and report.occupancy == 10
+    assert report.length < _length(region, order)
