@@ -72,7 +72,7 @@ def build_native(tmp: Path) -> float:
     """Seconds to build the native construction library (`jaxsched.colony.construction.native`) into
     ``tmp/native``, which every measured process then shares: it is built once per
     installation (and CPU), not per store."""
-    code = "from jaxsched.colony import native; c = native.find_compiler(); c and native.build(c)"
+    code = "from jaxsched.colony.construction import native; c = native.find_compiler(); c and native.build(c)"
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, **_native_env(tmp)})
     return time.perf_counter() - t0

@@ -373,8 +373,8 @@ def _reserved(
     return out
 
 
-#: The guard's candidates with VGPRs spent for length after the colony: on each region far
-#: from its length bound (`jaxsched.colony.host.HOIST_GAP`), the colony's order hoisted
+#: The guard's candidates with VGPRs spent for length after the colony: on each region the
+#: colony leaves far from its length bound (`jaxsched.colony.host.hoistable`), its order hoisted
 #: (`jaxsched.heuristics.hoist`) up to this many VGPRs below the limit of its occupancy level
 #: (other files at the order's own peaks), by label. The colony keeps a level's top eighth
 #: free (the headroom rule); llc's allocator says here whether more registers fit: parboil's
@@ -390,7 +390,7 @@ def _hoisted_to_level(
     its occupancy level's limit, by label (none where no region moves)."""
     import numpy as np
 
-    from jaxsched.colony.host import HOIST_GAP, HOIST_MAX_SIZE
+    from jaxsched.colony.host import hoistable
     from jaxsched.heuristics.hoist import hoist
     from jaxsched.machines.model import rp_limits
 
@@ -401,8 +401,7 @@ def _hoisted_to_level(
     for below in MIR_HOIST_BELOW:
         orders, moved = [tuple(r.order) for r in got], False
         for k, r in enumerate(got):
-            lb = r.length_lower_bound
-            if len(r.order) > HOIST_MAX_SIZE or r.length <= max(lb * (1 + HOIST_GAP), lb + 32):
+            if not hoistable(r):
                 continue
             cap = [r.peak_rp[f] for f in machine.file_names]
             level = rp_limits(machine.occupancy_lut, machine.target_occupancy, r.rp_cost, xp=np)

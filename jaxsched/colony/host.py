@@ -170,17 +170,29 @@ def to_result(
 
 
 #: `to_result` tries `hoist` on a result at least this fraction above its length bound (and
-#: 32 cycles), of at most `HOIST_MAX_SIZE` instructions.
+#: 32 cycles), of at most `HOIST_MAX_SIZE` instructions, that the ILP pass did not shorten.
 HOIST_GAP = 0.2
 HOIST_MAX_SIZE = 1024
+
+
+def hoistable(result: Result) -> bool:
+    """Whether `hoist` is tried on ``result``: far from its length bound (`HOIST_GAP`), at most
+    `HOIST_MAX_SIZE` instructions, and returned from a start or the RP pass (``source`` not
+    ``"colony"``: the ILP pass found nothing shorter, e.g. every ant died)."""
+    lb = result.length_lower_bound
+    return (
+        result.source != "colony"
+        and len(result.order) <= HOIST_MAX_SIZE
+        and result.length > max(lb * (1 + HOIST_GAP), lb + 32)
+    )
 
 
 def _hoisted(region: Region, machine: Machine, result: Result) -> Result:
     """``result`` with its orders shortened by `hoist` at their own per-file peaks, where the
     length is far from its bound (`HOIST_GAP`); ``result`` itself otherwise."""
-    lb, n = result.length_lower_bound, len(result.order)
-    if n > HOIST_MAX_SIZE or result.length <= max(lb * (1 + HOIST_GAP), lb + 32):
+    if not hoistable(result):
         return result
+    lb = result.length_lower_bound
     peaks = [result.peak_rp[f] for f in machine.file_names]
     better = hoist(region, machine, result.order, peaks)
     other = result.order_without_headroom
