@@ -55,7 +55,11 @@ def test_the_guard_gets_the_shortest_orders_and_orders_with_registers_held_back(
     def fake(regions, machine, **kw):
         seen.append((len(regions), machine.occupancy((60, 1))))
         return [
-            SimpleNamespace(order=(0, 1), order_without_headroom=(1, 0) if k == 0 else (0, 1))
+            SimpleNamespace(
+                order=(0, 1),
+                order_without_headroom=(1, 0) if k == 0 else (0, 1),
+                source="colony",  # the ILP pass's: not hoisted (`colony.host.hoistable`)
+            )
             for k in range(len(regions))
         ]
 

@@ -134,7 +134,11 @@ def test_seed_time_limit_and_allowance_reach_the_colony(tmp_path, capsys, monkey
     def fake(regions, machine, *, seed, time_limit, headroom_allowance):
         seen.append((len(regions), machine.name, seed, time_limit, headroom_allowance))
         return [
-            SimpleNamespace(order=tuple(range(len(r))), order_without_headroom=tuple(range(len(r))))
+            SimpleNamespace(
+                order=tuple(range(len(r))),
+                order_without_headroom=tuple(range(len(r))),
+                source="colony",  # the ILP pass's: not hoisted (`colony.host.hoistable`)
+            )
             for r in regions
         ]
 

@@ -179,12 +179,10 @@ def hoistable(result: Result) -> bool:
     """Whether `hoist` is tried on ``result``: far from its length bound (`HOIST_GAP`), at most
     `HOIST_MAX_SIZE` instructions, and returned from a start or the RP pass (``source`` not
     ``"colony"``: the ILP pass found nothing shorter, e.g. every ant died)."""
+    if result.source == "colony" or len(result.order) > HOIST_MAX_SIZE:
+        return False
     lb = result.length_lower_bound
-    return (
-        result.source != "colony"
-        and len(result.order) <= HOIST_MAX_SIZE
-        and result.length > max(lb * (1 + HOIST_GAP), lb + 32)
-    )
+    return result.length > max(lb * (1 + HOIST_GAP), lb + 32)
 
 
 def _hoisted(region: Region, machine: Machine, result: Result) -> Result:
