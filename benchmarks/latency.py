@@ -72,9 +72,23 @@ def build_native(tmp: Path) -> float:
     """Seconds to build the native construction library (`jaxsched.colony.construction.native`) into
     ``tmp/native``, which every measured process then shares: it is built once per
     installation (and CPU), not per store."""
-    code = "from jaxsched.colony.construction import native; c = native.find_compiler(); c and native.build(c)"
+    code = (
+        "from jaxsched.colony.construction import native; "
+        "c = native.find_compiler(); c and native.build(c)"
+    )
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, **_native_env(tmp)})
+    return time.perf_counter() - t0
+
+
+def byte_compile() -> float:
+    """Seconds to write the package's bytecode (``python -m compileall``), as Python does at a
+    first import or pip at a regular install: the measured processes then load it instead of
+    compiling every module (0.3 s a process) where PYTHONDONTWRITEBYTECODE is set."""
+    t0 = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", str(harness.ROOT / "jaxsched")], check=True
+    )
     return time.perf_counter() - t0
 
 
@@ -145,7 +159,10 @@ def markdown(report: dict) -> str:
         "Cold: a new process on an empty executable store; warm: a new process on the store "
         "the cold one filled. Phases are medians over the processes (seconds). The native "
         "construction library is built once before (like an installation step, "
-        f"{report.get('native_build_s', 0.0):.1f} s) and shared by every process.",
+        f"{report.get('native_build_s', 0.0):.1f} s) and shared by every process; so is the "
+        "package's bytecode (`compileall`, "
+        f"{report.get('bytecode_s', 0.0):.1f} s: what Python writes at a first import, unless "
+        "PYTHONDONTWRITEBYTECODE is set).",
         "",
         "## Targets",
         "",
@@ -230,6 +247,7 @@ def main(argv: list[str] | None = None) -> int:
         tmp = Path(t)
         files = kernel_files(args.kernels, tmp, args.files, args.every)
         report["native_build_s"] = build_native(tmp)
+        report["bytecode_s"] = byte_compile()
         print(f"native library built in {report['native_build_s']:.1f} s", flush=True)
         report["readme"] = cold_warm(["mir", "schedule", *README_KERNELS, "-o", str(tmp)], tmp)
         report["example"] = cold_warm(["schedule", "examples/kernel.jsonl", "--quiet"], tmp)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -147,15 +147,21 @@ def schedule_files(
     if scheduler is None:
         allowance = MIR_HEADROOM_ALLOWANCE if headroom_allowance is None else headroom_allowance
         scheduler = colony_scheduler(machine, seed, time_limit, allowance, alternatives)
-    results = _schedule(good, scheduler, name, alternatives)
     guarded = guard if guard is not None else find_llc(llc) is not None
     strategies = None if strategies is None else tuple(strategies)
     tools = _Tools(mcpu=mcpu, mattr=mattr, llc=llc, mca=mca, strategies=strategies)
-    for f, (orders, notes) in zip(good, results, strict=True):
-        f.orders, f.notes = orders, notes
-        _finish_one(f, machine)
-        if guarded and f.error is None:
-            _guard_one(f, tools, required=guard is True)
+    pool = ThreadPoolExecutor(_LLC_JOBS)
+    try:
+        # LLVM's own schedules do not depend on ours: llc makes them while the colony runs.
+        early = [pool.submit(_llvm_runs, f.module, tools) if guarded else None for f in good]
+        results = _schedule(good, scheduler, name, alternatives)
+        for f, (orders, notes), runs in zip(good, results, early, strict=True):
+            f.orders, f.notes = orders, notes
+            _finish_one(f, machine)
+            if runs is not None and f.error is None:
+                _guard_one(f, runs, required=guard is True)
+    finally:
+        pool.shutdown(cancel_futures=True)  # an interrupted call leaves no llc queued
     return files
 
 
@@ -206,19 +212,42 @@ def _pinned(module: MirModule, tools: _Tools) -> _Tools:
     )
 
 
-def _guard_one(f: FileSchedule, tools: _Tools, required: bool) -> None:
+#: llc processes the guard runs at once (each file's LLVM schedules, then its candidates).
+_LLC_JOBS = max(1, min(2, os.cpu_count() or 1))
+
+
+class _LlvmRuns(NamedTuple):
+    """What llc makes of a module before our schedule is known (`_llvm_runs`)."""
+
+    tools: _Tools  # pinned to the llc that reads the module (`_pinned`)
+    runs: list  # `LlvmSchedule` or `LlcError`: LLVM's default strategy, then ``tools.strategies``
+
+
+def _llvm_runs(module: MirModule, tools: _Tools) -> _LlvmRuns:
+    """LLVM's schedules of ``module``: its default strategy and each of ``tools.strategies``
+    (`LlcError` raised when no llc reads the module; a strategy's own error kept in place)."""
+    tools = _pinned(module, tools)
+    kw = dict(mcpu=tools.mcpu, mattr=tools.mattr, llc=tools.llc)
+    extras = [(), *([f"-misched={name}"] for name in tools.strategies)]
+    with ThreadPoolExecutor(_LLC_JOBS) as pool:
+        runs = list(pool.map(lambda extra: _llvm_or_error(module, extra, kw), extras))
+    return _LlvmRuns(tools=tools, runs=runs)
+
+
+def _guard_one(f: FileSchedule, early: Future, required: bool) -> None:
     """Choose each function's schedule of ``f`` after register allocation
-    (`jaxsched.io.mir_select.select`), ours among LLVM's."""
+    (`jaxsched.io.mir_select.select`), ours among LLVM's (``early``: the `_llvm_runs` of
+    ``f``'s module, started before our schedule was known)."""
     assert f.module is not None
     try:
-        tools = _pinned(f.module, tools)
+        llvm = early.result()
         f.text, f.guard = select(
             f.module,
-            _candidates(f, tools),
-            mcpu=tools.mcpu,
-            mattr=tools.mattr,
-            llc=tools.llc,
-            mca=tools.mca,
+            _candidates(f, llvm),
+            mcpu=llvm.tools.mcpu,
+            mattr=llvm.tools.mattr,
+            llc=llvm.tools.llc,
+            mca=llvm.tools.mca,
             llvm_mir=f.llvm_mir,
         )
     except SelectError as e:
@@ -230,27 +259,22 @@ def _guard_one(f: FileSchedule, tools: _Tools, required: bool) -> None:
             f.guard_note = f"not guarded after register allocation: {e}"
 
 
-def _candidates(f: FileSchedule, tools: _Tools) -> list[Candidate]:
-    """Our schedule, LLVM's default one and its other ``strategies`` as orders of ``f``'s
-    regions (an LLVM order our model cannot write, e.g. one crossing a dependence our
-    model keeps, is the input order)."""
+def _candidates(f: FileSchedule, llvm: _LlvmRuns) -> list[Candidate]:
+    """Our schedule, LLVM's default one and its other strategies (``llvm``) as orders of
+    ``f``'s regions (an LLVM order our model cannot write, e.g. one crossing a dependence
+    our model keeps, is the input order)."""
     assert f.module is not None
-    kw = dict(mcpu=tools.mcpu, mattr=tools.mattr, llc=tools.llc)
-    extras = [(), *([f"-misched={name}"] for name in tools.strategies)]
-    with ThreadPoolExecutor(max(1, min(2, os.cpu_count() or 1))) as pool:
-        runs = list(pool.map(lambda extra: _llvm_or_error(f.module, extra, kw), extras))
-    if isinstance(runs[0], LlcError):
-        raise runs[0]
-    llvm = runs[0]
-    theirs = _writable(f.module, llvm.orders)
+    if isinstance(llvm.runs[0], LlcError):
+        raise llvm.runs[0]
+    theirs = _writable(f.module, llvm.runs[0].orders)
     modelled = [mr.region is not None and not mr.problem for mr in f.module.regions]
     complete = all(o is not None or not m for o, m in zip(theirs, modelled, strict=True))
-    f.llvm_mir = None if complete else llvm.mir  # LLVM's own text: where ours cannot say it
+    f.llvm_mir = None if complete else llvm.runs[0].mir  # LLVM's text: where ours cannot say it
     out = [Candidate("ours", f.orders), Candidate(LLVM, theirs)]
     out += [
         Candidate(label, orders) for label, orders in f.alternatives.items() if orders != f.orders
     ]
-    for name, run in zip(tools.strategies, runs[1:], strict=True):
+    for name, run in zip(llvm.tools.strategies, llvm.runs[1:], strict=True):
         if isinstance(run, LlcError):
             f.notes.append(f"LLVM's strategy {name} left out: {run}")
             continue

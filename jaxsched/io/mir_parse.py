@@ -184,38 +184,59 @@ _SIZE = re.compile(r"^\((?:s(?P<s>\d+)|<(?P<n>\d+)\s*x\s*s(?P<e>\d+)>|[^)]*)\)$"
 _ORDERINGS = ("monotonic", "acquire", "release", "acq_rel", "seq_cst")
 
 
-def top_level_indices(s: str):
-    """Indices of the characters of ``s`` outside (), [], {}, <> and double quotes (bracket and
-    quote characters themselves excluded)."""
-    depth = 0
-    quote = False
-    i = 0
-    while i < len(s):
-        c = s[i]
+_BRACKET_OR_QUOTE = re.compile(r'[()\[\]{}<>"\\]')
+
+
+def top_level_spans(s: str) -> list[tuple[int, int]]:
+    """The maximal runs ``[start, end)`` of characters of ``s`` outside (), [], {}, <> and
+    double quotes (bracket and quote characters themselves excluded; a backslash in quotes
+    escapes the next character). Jumps from one bracket or quote character to the next."""
+    spans: list[tuple[int, int]] = []
+    depth, quote, start, skip = 0, False, 0, -1
+    for m in _BRACKET_OR_QUOTE.finditer(s):
+        i, c = m.start(), m.group()
         if quote:
+            if i == skip:
+                continue
             if c == "\\":
-                i += 1
+                skip = i + 1
             elif c == '"':
-                quote = False
-        elif c == '"':
+                quote, start = False, i + 1
+            continue
+        if c == "\\":
+            continue
+        if depth == 0 and start < i:
+            spans.append((start, i))
+        if c == '"':
             quote = True
         elif c in "([{<":
             depth += 1
-        elif c in ")]}>":
+        else:
             depth = max(0, depth - 1)
-        elif depth == 0:
-            yield i
-        i += 1
+        start = i + 1 if depth == 0 else len(s)
+    if not quote and depth == 0 and start < len(s):
+        spans.append((start, len(s)))
+    return spans
+
+
+def top_level_indices(s: str):
+    """Indices of the characters of ``s`` outside (), [], {}, <> and double quotes (bracket and
+    quote characters themselves excluded)."""
+    for start, end in top_level_spans(s):
+        yield from range(start, end)
 
 
 def split_top(s: str, sep: str = ",") -> list[str]:
-    """Split ``s`` on ``sep`` outside (), [], {}, <> and double quotes; pieces are stripped."""
+    """Split ``s`` on ``sep`` (one character) outside (), [], {}, <> and double quotes; pieces
+    are stripped."""
     out: list[str] = []
     start = 0
-    for i in top_level_indices(s):
-        if s[i] == sep:
+    for lo, hi in top_level_spans(s):
+        i = s.find(sep, lo, hi)
+        while i != -1:
             out.append(s[start:i].strip())
             start = i + 1
+            i = s.find(sep, i + 1, hi)
     tail = s[start:].strip()
     if tail or out:
         out.append(tail)
@@ -223,8 +244,13 @@ def split_top(s: str, sep: str = ",") -> list[str]:
 
 
 def find_top_level(s: str, token: str) -> int:
-    """Index of the first ``token`` in ``s`` outside brackets and quotes, or -1."""
-    return next((i for i in top_level_indices(s) if s.startswith(token, i)), -1)
+    """Index of the first ``token`` in ``s`` outside brackets and quotes, or -1 (the token starts
+    at a top-level character)."""
+    for lo, hi in top_level_spans(s):
+        i = s.find(token, lo)
+        if i != -1 and i < hi:
+            return i
+    return -1
 
 
 def parse_reg_operand(text: str, in_defs: bool) -> RegOperand | None:
