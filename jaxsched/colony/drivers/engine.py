@@ -260,8 +260,7 @@ class Pool:
     def executable(self):
         """The pool's `advance`, compiled or loaded from the store (once per pool)."""
         if self.exe is None:
-            prep = jax.tree.map(jnp.array, self.prep_host)
-            fill = jax.tree.map(jnp.array, self.fill)
+            prep, fill = _device_copy(self.prep_host), _device_copy(self.fill)
             self.exe, self.compile_seconds = self.run.compiled(self.passes, prep, fill)
         return self.exe
 
@@ -279,10 +278,10 @@ class Pool:
 
     def call(self, steps: int) -> list[tuple[int, PassSummary]]:
         """Run the executable; returns (slot, result) for every pass that ended."""
-        # Copies (jnp.array), never views: the host edits its arrays while the device runs.
+        # Copies, never views: the host edits its arrays while the device runs.
         if self.prep is None:
-            self.prep = jax.tree.map(jnp.array, self.prep_host)
-        fill = jax.tree.map(jnp.array, self.fill)
+            self.prep = _device_copy(self.prep_host)
+        fill = _device_copy(self.fill)
         self.fill.fill[:] = False
         self.passes, live = self.executable()(
             self.passes, self.prep, self.run.machine, self.run.params, self.run.key,
@@ -305,6 +304,12 @@ class RunShared(NamedTuple):
         static = {"config": self.config}
         args = (pass_states, prep, self.machine, self.params, self.key, fill, jnp.int32(1))
         return COMPILED.compiled(_advance_jit, static, *args)
+
+
+def _device_copy(tree):
+    """``tree``'s host arrays copied, then put on the default device (`jnp.array` would
+    compile one small copy per shape and dtype in every process)."""
+    return jax.tree.map(lambda leaf: jax.device_put(np.array(leaf)), tree)
 
 
 def _row(tree, index: int):
@@ -337,11 +342,13 @@ def _empty_passes(
         run.key,
     )
 
+    # Zeros made on the host and put on the device: `jnp.zeros` would compile one small
+    # computation per shape and dtype in every process (about a second for a pool's leaves).
     def zeros(leaf):
         if jnp.issubdtype(leaf.dtype, jax.dtypes.prng_key):
-            data = jnp.zeros((size, *jax.random.key_data(run.key).shape), jnp.uint32)
-            return jax.random.wrap_key_data(data, impl=jax.random.key_impl(run.key))
-        return jnp.zeros((size, *leaf.shape), leaf.dtype)
+            data = np.zeros((size, *jax.random.key_data(run.key).shape), np.uint32)
+            return jax.random.wrap_key_data(jax.device_put(data), impl=jax.random.key_impl(run.key))
+        return jax.device_put(np.zeros((size, *leaf.shape), leaf.dtype))
 
     return jax.tree.map(zeros, one)
 
