@@ -12,9 +12,9 @@ The front end (`jaxsched.io`) imports no solver; this module wires it to the col
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import NamedTuple
 
@@ -43,11 +43,13 @@ __all__ = [
     "MIR_HEADROOM_ALLOWANCE",
     "MIR_HOIST_BELOW",
     "MIR_RESERVES",
+    "OWN_OCCUPANCY",
     "SHORTEST",
     "FileSchedule",
     "Summary",
     "colony_scheduler",
     "default_strategies",
+    "function_targets",
     "schedule_files",
 ]
 
@@ -146,7 +148,10 @@ def schedule_files(
     alternatives: dict[str, list] = {}
     if scheduler is None:
         allowance = MIR_HEADROOM_ALLOWANCE if headroom_allowance is None else headroom_allowance
-        scheduler = colony_scheduler(machine, seed, time_limit, allowance, alternatives)
+        functions = _functions(good)
+        scheduler = colony_scheduler(
+            machine, seed, time_limit, allowance, alternatives, lambda r: functions[id(r)]
+        )
     guarded = guard if guard is not None else find_llc(llc) is not None
     strategies = None if strategies is None else tuple(strategies)
     tools = _Tools(mcpu=mcpu, mattr=mattr, llc=llc, mca=mca, strategies=strategies)
@@ -163,6 +168,18 @@ def schedule_files(
     finally:
         pool.shutdown(cancel_futures=True)  # an interrupted call leaves no llc queued
     return files
+
+
+def _functions(files: list[FileSchedule]) -> dict[int, tuple[int, str]]:
+    """(file, function) of every modelled region of ``files``, by the region's ``id``: the
+    same function name in two files is two functions."""
+    out = {}
+    for i, f in enumerate(files):
+        assert f.module is not None
+        for mr in f.module.regions:
+            if mr.region is not None:
+                out[id(mr.region)] = (i, mr.function)
+    return out
 
 
 def default_strategies(llc: str | os.PathLike | None = None) -> tuple[str, ...]:
@@ -339,30 +356,116 @@ def colony_scheduler(
     time_limit: float | None = None,
     headroom_allowance: float = MIR_HEADROOM_ALLOWANCE,
     alternatives: dict[str, list] | None = None,
+    function_of: Callable[[Region], Hashable] | None = None,
 ) -> Scheduler:
     """`jaxsched.colony.schedule` on ``machine`` as a `Scheduler` (imported when called),
-    with the MIR path's ``headroom_allowance``. With ``alternatives`` (a dict), each call
-    also leaves there, under `SHORTEST`, the orders the same search gives with the headroom
-    rule off (`jaxsched.colony.Result.order_without_headroom`): a second candidate for the
-    guard, which lets llc's allocator say whether the registers it takes fit."""
+    with the MIR path's ``headroom_allowance``, each function's regions retargeted to the
+    function's occupancy (`function_targets`: a kernel runs at the lowest occupancy of its
+    regions, so a region above it spends the registers up to that level for length).
+    ``function_of`` names each region's function (default: its name up to ``:bb.``, the MIR
+    front end's ``function:bb.N:k``). With ``alternatives`` (a dict), each call also leaves
+    there candidates for the guard, by label: under `SHORTEST` the orders the same search
+    gives with the headroom rule off (`jaxsched.colony.Result.order_without_headroom`), which
+    lets llc's allocator say whether the registers it takes fit; under `OWN_OCCUPANCY` the
+    orders before the retargeting (where it changed any); `_reserved` and `_hoisted_to_level`."""
+    function_of = function_of or _function_by_name
 
     def colony(regions: list[Region]) -> list[tuple[int, ...]]:
         from jaxsched.colony import schedule
 
-        got = schedule(
-            regions,
-            machine,
-            seed=seed,
-            time_limit=time_limit,
-            headroom_allowance=headroom_allowance,
-        )
+        def solve(subset: list[Region], m: Machine) -> list:
+            kw = dict(seed=seed, time_limit=time_limit, headroom_allowance=headroom_allowance)
+            return schedule(subset, m, **kw)
+
+        got = solve(regions, machine)
+        own = [tuple(r.order) for r in got]
+        targets = function_targets(regions, got, machine, function_of)
+        got = _retargeted(regions, got, targets, machine, solve)
+        orders = [tuple(r.order) for r in got]
         if alternatives is not None:
             alternatives[SHORTEST] = [tuple(r.order_without_headroom) for r in got]
-            alternatives.update(_reserved(regions, got, machine, seed, time_limit))
-            alternatives.update(_hoisted_to_level(regions, got, machine))
-        return [tuple(r.order) for r in got]
+            if orders != own:
+                alternatives[OWN_OCCUPANCY] = own
+            alternatives.update(_reserved(regions, got, targets, machine, seed, time_limit))
+            alternatives.update(_hoisted_to_level(regions, got, targets, machine))
+        return orders
 
     return colony
+
+
+#: The guard's label of the colony's orders before each function's regions are retargeted to
+#: the function's occupancy (`function_targets`).
+OWN_OCCUPANCY = "ours-own-occupancy"
+
+
+def _function_by_name(region: Region) -> str:
+    """A region's function by its name: ``function`` of the MIR front end's ``function:bb.N:k``
+    (the whole name where it has no ``:bb.``)."""
+    return region.name.split(":bb.")[0]
+
+
+def function_targets(
+    regions: Sequence[Region],
+    results: Sequence,
+    machine: Machine,
+    function_of: Callable[[Region], Hashable],
+) -> list[int]:
+    """Per region, the occupancy to schedule it for: the lowest occupancy of its function's
+    ``results`` (one `jaxsched.colony.Result` per region) where the region's own is higher and
+    its length is above its lower bound, else ``machine.target_occupancy``. The final code runs
+    at its function's lowest occupancy: registers above that level and below the region's own
+    buy length and cost nothing (LLVM's GCN scheduler reschedules to the function's occupancy
+    likewise)."""
+    top = int(machine.target_occupancy)
+    lowest: dict[Hashable, int] = {}
+    for region, r in zip(regions, results, strict=True):
+        key = function_of(region)
+        lowest[key] = min(lowest.get(key, top), int(r.occupancy))
+    out = []
+    for region, r in zip(regions, results, strict=True):
+        low = lowest[function_of(region)]
+        room = r.occupancy > low and r.length > r.length_lower_bound
+        out.append(low if room else top)
+    return out
+
+
+def _by_target(
+    regions: Sequence[Region],
+    todo: Sequence[int],
+    targets: Sequence[int],
+    machine: Machine,
+    solve: Callable[[list[Region], Machine], list],
+) -> dict[int, object]:
+    """``solve`` of the regions ``todo`` (indices), one call per distinct target occupancy
+    (``machine`` with ``targets[k]``): results by index."""
+    out: dict[int, object] = {}
+    for target in sorted({targets[k] for k in todo}):
+        ks = [k for k in todo if targets[k] == target]
+        m = (
+            machine
+            if target == machine.target_occupancy
+            else replace(machine, target_occupancy=target)
+        )
+        out.update(zip(ks, solve([regions[k] for k in ks], m), strict=True))
+    return out
+
+
+def _retargeted(
+    regions: list[Region],
+    got: list,
+    targets: list[int],
+    machine: Machine,
+    solve: Callable[[list[Region], Machine], list],
+) -> list:
+    """``got`` with each region whose target (`function_targets`) is below the machine's
+    solved again for it, the new result kept where it is shorter at that occupancy or
+    above."""
+    todo = [k for k, t in enumerate(targets) if t < machine.target_occupancy]
+    out = list(got)
+    for k, r in _by_target(regions, todo, targets, machine, solve).items():
+        if r.occupancy >= targets[k] and r.length < got[k].length:
+            out[k] = r
+    return out
 
 
 #: The guard's candidates with VGPRs held back: the colony run again, with this many VGPR
@@ -374,10 +477,16 @@ MIR_RESERVES = (1,)
 
 
 def _reserved(
-    regions: list[Region], got: list, machine: Machine, seed: int, time_limit: float | None
+    regions: list[Region],
+    got: list,
+    targets: list[int],
+    machine: Machine,
+    seed: int,
+    time_limit: float | None,
 ) -> dict[str, list[tuple[int, ...]]]:
     """`SHORTEST`'s orders with the regions whose headroom rule chose another order
-    rescheduled with `MIR_RESERVES` granules of VGPRs held back, by label."""
+    rescheduled with `MIR_RESERVES` granules of VGPRs held back (each at its target
+    occupancy), by label."""
     from jaxsched.colony import schedule
     from jaxsched.machines.amdgpu import TARGETS
     from jaxsched.machines.model import reserve_registers
@@ -386,12 +495,15 @@ def _reserved(
     target = TARGETS.get(machine.name)
     if not todo or target is None or "VGPR" not in machine.file_names:
         return {}
+
+    def solve(subset: list[Region], m: Machine) -> list:
+        return schedule(subset, m, seed=seed, time_limit=time_limit)
+
     out = {}
     for reserve in MIR_RESERVES:
         held = reserve_registers(machine, "VGPR", reserve * target.vgpr_granule)
-        again = schedule([regions[k] for k in todo], held, seed=seed, time_limit=time_limit)
         orders = [tuple(r.order_without_headroom) for r in got]
-        for k, r in zip(todo, again, strict=True):
+        for k, r in _by_target(regions, todo, targets, held, solve).items():
             orders[k] = tuple(r.order_without_headroom)
         out[f"ours-reserve{reserve}"] = orders
     return out
@@ -408,10 +520,11 @@ MIR_HOIST_BELOW = (4, 8)
 
 
 def _hoisted_to_level(
-    regions: list[Region], got: list, machine: Machine
+    regions: list[Region], got: list, targets: list[int], machine: Machine
 ) -> dict[str, list[tuple[int, ...]]]:
     """The colony's orders with each far region hoisted to `MIR_HOIST_BELOW` VGPRs under
-    its occupancy level's limit, by label (none where no region moves)."""
+    its occupancy level's limit (at its target occupancy, `function_targets`), by label (none
+    where no region moves)."""
     import numpy as np
 
     from jaxsched.colony.host import hoistable
@@ -428,7 +541,7 @@ def _hoisted_to_level(
             if not hoistable(r):
                 continue
             cap = [r.peak_rp[f] for f in machine.file_names]
-            level = rp_limits(machine.occupancy_lut, machine.target_occupancy, r.rp_cost, xp=np)
+            level = rp_limits(machine.occupancy_lut, targets[k], r.rp_cost, xp=np)
             cap[v] = max(cap[v], int(level[v]) - below)
             found = hoist(regions[k], machine, r.order, cap)
             if found is not None:

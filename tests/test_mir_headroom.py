@@ -59,13 +59,17 @@ def test_the_guard_gets_the_shortest_orders_and_orders_with_registers_held_back(
                 order=(0, 1),
                 order_without_headroom=(1, 0) if k == 0 else (0, 1),
                 source="colony",  # the ILP pass's: not hoisted (`colony.host.hoistable`)
+                occupancy=8,  # all at the machine's: none retargeted (`function_targets`)
+                length=10,
+                length_lower_bound=9,
             )
             for k in range(len(regions))
         ]
 
     monkeypatch.setattr(jaxsched.colony, "schedule", fake)
     alternatives: dict = {}
-    orders = colony_scheduler(get_machine("gfx942"), 0, alternatives=alternatives)([1, 2, 3])
+    regions = [SimpleNamespace(name=f"k:bb.{k}:0") for k in range(3)]
+    orders = colony_scheduler(get_machine("gfx942"), 0, alternatives=alternatives)(regions)
     assert orders == [(0, 1)] * 3 and alternatives[SHORTEST] == [(1, 0), (0, 1), (0, 1)]
     # the first call all regions at 60 VGPRs' occupancy 8; then region 0 alone, 8 VGPRs held
     # back (gfx942's granule is 8): 60 VGPRs then count as occupancy 7

@@ -138,6 +138,9 @@ def test_seed_time_limit_and_allowance_reach_the_colony(tmp_path, capsys, monkey
                 order=tuple(range(len(r))),
                 order_without_headroom=tuple(range(len(r))),
                 source="colony",  # the ILP pass's: not hoisted (`colony.host.hoistable`)
+                occupancy=10,  # all at the machine's: none retargeted
+                length=1,
+                length_lower_bound=1,
             )
             for r in regions
         ]
