@@ -120,22 +120,20 @@ def test_llc19_regenerates_entries():
 
 
 def test_latency_tables_follow_llvm_mca():
-    """Each target's class latency is the one llvm-mca 19 gives the class most often; gfx906
-    keeps its table (SISchedule.td as before)."""
+    """Each target's class latency is the one llvm-mca 19 gives the class most often (gfx906's
+    export, absent from the survey, is SISchedule.td's 4)."""
     assert LATENCY_BY_CPU["gfx906"] is LATENCY
-    pinned = (80, 5, 5, 16, 4, 4, 2, 4, 1, 1)  # vmem smem lds f64 trans quarter b64 export alu salu
-    assert tuple(LATENCY.values()) == pinned
+    assert LATENCY["div"] == 16 and LATENCY["f64"] == 8 and LATENCY["cvt"] == 4
     checked = 0
     for name, survey in MCA_DATA["targets"].items():
-        if survey["mcpu"] == "gfx906":
-            continue
         table = latency_table(survey["mcpu"])
+        assert set(survey["counts"]) <= set(table), name
         for cls, counts in survey["counts"].items():
             counts = {int(k): v for k, v in counts.items()}
             mode = max(counts, key=lambda lat: (counts[lat], -lat))
             assert table[cls] == mode, (name, cls, counts)
             checked += 1
-    assert checked >= 40
+    assert checked >= 60
 
 
 def test_mir_edges_take_the_targets_latencies():
