@@ -34,12 +34,20 @@ from jaxsched.io.mir import (
 from jaxsched.io.mir_judge import McaError
 from jaxsched.io.mir_llc import MCPU, find_llc, llc_reading, llvm_version
 from jaxsched.io.mir_llvm import llvm_schedule
-from jaxsched.io.mir_select import LLVM, Candidate, Choice, SelectError, select
+from jaxsched.io.mir_select import (
+    LLVM,
+    Candidate,
+    Choice,
+    SelectError,
+    reference_figures,
+    select,
+)
 from jaxsched.io.mir_write import Orders
 from jaxsched.machines.model import Machine
 from jaxsched.problem.region import Region
 
 __all__ = [
+    "LLVM_OCCUPANCY",
     "MIR_HEADROOM_ALLOWANCE",
     "MIR_HOIST_BELOW",
     "MIR_RESERVES",
@@ -146,12 +154,6 @@ def schedule_files(
         _read_one(f, mcpu, mattr, llc, force_target)
     good = [f for f in files if f.error is None]
     alternatives: dict[str, list] = {}
-    if scheduler is None:
-        allowance = MIR_HEADROOM_ALLOWANCE if headroom_allowance is None else headroom_allowance
-        functions = _functions(good)
-        scheduler = colony_scheduler(
-            machine, seed, time_limit, allowance, alternatives, lambda r: functions[id(r)]
-        )
     guarded = guard if guard is not None else find_llc(llc) is not None
     strategies = None if strategies is None else tuple(strategies)
     tools = _Tools(mcpu=mcpu, mattr=mattr, llc=llc, mca=mca, strategies=strategies)
@@ -159,6 +161,19 @@ def schedule_files(
     try:
         # LLVM's own schedules do not depend on ours: llc makes them while the colony runs.
         early = [pool.submit(_llvm_runs, f.module, tools) if guarded else None for f in good]
+        if scheduler is None:
+            allowance = headroom_allowance
+            allowance = MIR_HEADROOM_ALLOWANCE if allowance is None else allowance
+            functions = _functions(good)
+            scheduler = colony_scheduler(
+                machine,
+                seed,
+                time_limit,
+                allowance,
+                alternatives,
+                function_of=lambda r: functions[id(r)],
+                llvm_occupancy=lambda r: _llvm_occupancy(early, *functions[id(r)]),
+            )
         results = _schedule(good, scheduler, name, alternatives)
         for f, (orders, notes), runs in zip(good, results, early, strict=True):
             f.orders, f.notes = orders, notes
@@ -238,17 +253,43 @@ class _LlvmRuns(NamedTuple):
 
     tools: _Tools  # pinned to the llc that reads the module (`_pinned`)
     runs: list  # `LlvmSchedule` or `LlcError`: LLVM's default strategy, then ``tools.strategies``
+    reference: dict | Exception  # the judge's figures per function with LLVM's scheduler
+    #                              (`reference_figures`), or the `LlcError` / `McaError`
 
 
 def _llvm_runs(module: MirModule, tools: _Tools) -> _LlvmRuns:
     """LLVM's schedules of ``module``: its default strategy and each of ``tools.strategies``
-    (`LlcError` raised when no llc reads the module; a strategy's own error kept in place)."""
+    (`LlcError` raised when no llc reads the module; a strategy's own error kept in place),
+    and the guard's reference (the final code of LLVM's schedule, judged)."""
     tools = _pinned(module, tools)
     kw = dict(mcpu=tools.mcpu, mattr=tools.mattr, llc=tools.llc)
     extras = [(), *([f"-misched={name}"] for name in tools.strategies)]
     with ThreadPoolExecutor(_LLC_JOBS) as pool:
+        judged = pool.submit(_reference_or_error, module, dict(kw, mca=tools.mca))
         runs = list(pool.map(lambda extra: _llvm_or_error(module, extra, kw), extras))
-    return _LlvmRuns(tools=tools, runs=runs)
+        return _LlvmRuns(tools=tools, runs=runs, reference=judged.result())
+
+
+def _reference_or_error(module: MirModule, kw: dict) -> dict | Exception:
+    """`reference_figures` of ``module``, or the `LlcError` / `McaError`."""
+    try:
+        return reference_figures(module, **kw)
+    except (LlcError, McaError) as e:
+        return e
+
+
+def _llvm_occupancy(early: list, file: int, function: str) -> int | None:
+    """llc's occupancy of ``function`` of the ``file``-th module with LLVM's scheduler, from
+    its `_llvm_runs` (waited for); None without one (no guard, llc failed, no occupancy)."""
+    run = early[file]
+    if run is None:
+        return None
+    try:
+        reference = run.result().reference
+    except LlcError:
+        return None
+    fig = reference.get(function) if isinstance(reference, dict) else None
+    return fig.occupancy if fig is not None and fig.occupancy > 0 else None
 
 
 def _guard_one(f: FileSchedule, early: Future, required: bool) -> None:
@@ -266,6 +307,7 @@ def _guard_one(f: FileSchedule, early: Future, required: bool) -> None:
             llc=llvm.tools.llc,
             mca=llvm.tools.mca,
             llvm_mir=f.llvm_mir,
+            reference=llvm.reference if isinstance(llvm.reference, dict) else None,
         )
     except SelectError as e:
         f.error, f.text = _named(f.path, str(e)), ""
@@ -357,6 +399,7 @@ def colony_scheduler(
     headroom_allowance: float = MIR_HEADROOM_ALLOWANCE,
     alternatives: dict[str, list] | None = None,
     function_of: Callable[[Region], Hashable] | None = None,
+    llvm_occupancy: Callable[[Region], int | None] | None = None,
 ) -> Scheduler:
     """`jaxsched.colony.schedule` on ``machine`` as a `Scheduler` (imported when called),
     with the MIR path's ``headroom_allowance``, each function's regions retargeted to the
@@ -367,7 +410,10 @@ def colony_scheduler(
     there candidates for the guard, by label: under `SHORTEST` the orders the same search
     gives with the headroom rule off (`jaxsched.colony.Result.order_without_headroom`), which
     lets llc's allocator say whether the registers it takes fit; under `OWN_OCCUPANCY` the
-    orders before the retargeting (where it changed any); `_reserved` and `_hoisted_to_level`."""
+    orders before the retargeting (where it changed any); under `LLVM_OCCUPANCY`, with
+    ``llvm_occupancy`` (llc's occupancy of each region's function with LLVM's scheduler, or
+    None), the regions above LLVM's occupancy solved again for it (`_at_llvm_occupancy`);
+    `_reserved` and `_hoisted_to_level`."""
     function_of = function_of or _function_by_name
 
     def colony(regions: list[Region]) -> list[tuple[int, ...]]:
@@ -386,6 +432,10 @@ def colony_scheduler(
             alternatives[SHORTEST] = [tuple(r.order_without_headroom) for r in got]
             if orders != own:
                 alternatives[OWN_OCCUPANCY] = own
+            if llvm_occupancy is not None:
+                lower = _at_llvm_occupancy(regions, got, machine, llvm_occupancy, solve)
+                if lower != orders:
+                    alternatives[LLVM_OCCUPANCY] = lower
             alternatives.update(_reserved(regions, got, targets, machine, seed, time_limit))
             alternatives.update(_hoisted_to_level(regions, got, targets, machine))
         return orders
@@ -396,6 +446,37 @@ def colony_scheduler(
 #: The guard's label of the colony's orders before each function's regions are retargeted to
 #: the function's occupancy (`function_targets`).
 OWN_OCCUPANCY = "ours-own-occupancy"
+
+
+#: The guard's label of the colony's orders with each region above its function's occupancy
+#: under LLVM's scheduler solved again for that occupancy (`_at_llvm_occupancy`).
+LLVM_OCCUPANCY = "ours-llvm-occupancy"
+
+
+def _at_llvm_occupancy(
+    regions: list[Region],
+    got: list,
+    machine: Machine,
+    llvm_occupancy: Callable[[Region], int | None],
+    solve: Callable[[list[Region], Machine], list],
+) -> list[tuple[int, ...]]:
+    """The orders of ``got`` with each region whose occupancy is above llc's occupancy of its
+    function under LLVM's scheduler, and whose length is above its bound, solved again for
+    that occupancy (kept where shorter at it). The guard admits nothing below LLVM's
+    occupancy, and llc's allocation can keep a function below the model's occupancy (scratch,
+    or more registers than the model's peaks): the registers up to LLVM's level buy length."""
+    top = int(machine.target_occupancy)
+    targets = []
+    for region, r in zip(regions, got, strict=True):
+        level = llvm_occupancy(region)
+        room = level is not None and level < r.occupancy and r.length > r.length_lower_bound
+        targets.append(min(top, level) if room else top)
+    todo = [k for k, t in enumerate(targets) if t < top]
+    orders = [tuple(r.order) for r in got]
+    for k, r in _by_target(regions, todo, targets, machine, solve).items():
+        if r.occupancy >= targets[k] and r.length < got[k].length:
+            orders[k] = tuple(r.order)
+    return orders
 
 
 def _function_by_name(region: Region) -> str:

@@ -99,3 +99,32 @@ def test_a_loop_beside_a_high_pressure_region_is_shorter_at_the_function_occupan
     ]
     assert reports[0].occupancy == 10 and reports[1].occupancy >= 6
     assert reports[1].length < reports[0].length
+
+
+def test_regions_above_llvm_occupancy_are_a_candidate(monkeypatch):
+    """With llc's occupancy of each function under LLVM's scheduler, the regions above it
+    with room for length are solved again for it: a candidate for the guard
+    (`LLVM_OCCUPANCY`), the colony's own orders unchanged."""
+    from jaxsched.mir_files import LLVM_OCCUPANCY
+
+    calls = []
+
+    def fake(regions, machine, **kw):
+        calls.append(([r.name for r in regions], machine.target_occupancy))
+        if machine.target_occupancy == 10:
+            return [_result(8, 80, 50) for _ in regions]  # every region at occupancy 8
+        return [_result(4, 60, 50, (1, 0)) for _ in regions]
+
+    monkeypatch.setattr(jaxsched.colony, "schedule", fake)
+    regions = [SimpleNamespace(name=n) for n in ("f:bb.0:0", "g:bb.0:0", "h:bb.0:0")]
+    llc = {"f": 4, "g": 9, "h": None}  # f below ours; g above; h unknown
+    alternatives: dict = {}
+    scheduler = colony_scheduler(
+        get_machine("gfx906"),
+        0,
+        alternatives=alternatives,
+        llvm_occupancy=lambda r: llc[r.name.split(":")[0]],
+    )
+    assert scheduler(regions) == [(0, 1)] * 3
+    assert calls[1:] == [(["f:bb.0:0"], 4)]
+    assert alternatives[LLVM_OCCUPANCY] == [(1, 0), (0, 1), (0, 1)]

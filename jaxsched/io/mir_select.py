@@ -44,6 +44,7 @@ __all__ = [
     "Choice",
     "SelectError",
     "function_documents",
+    "reference_figures",
     "replace_functions",
     "select",
     "worse_than_llvm",
@@ -98,24 +99,30 @@ def select(
     llc: str | os.PathLike | None = None,
     mca: str | os.PathLike | None = None,
     llvm_mir: str | None = None,
+    reference: dict[str, FunctionTime] | None = None,
 ) -> tuple[str, list[Choice]]:
     """(MIR text, a `Choice` per function): the module with, per function, the fastest
     admissible candidate (see the module docstring). ``llvm_mir``: LLVM's scheduled MIR of
     the module (`jaxsched.io.mir_llvm.llvm_schedule`), a candidate and the fallback; None
     when the `LLVM` candidate (LLVM's orders, which must be among ``candidates``) holds all
     of LLVM's schedule. Candidates of the same text are compiled once; so is the result when
-    it is one candidate's text. Raises `LlcError` / `McaError` when a tool is missing or
-    fails, `SelectError` if the result is still worse than LLVM's somewhere."""
+    it is one candidate's text. ``reference``: the judge's figures of the module with LLVM's
+    scheduler (`reference_figures`), when already made. Raises `LlcError` / `McaError` when a
+    tool is missing or fails, `SelectError` if the result is still worse than LLVM's
+    somewhere."""
     kw = dict(mcpu=mcpu, mattr=mattr, llc=llc, mca=mca)
     texts = {c.label: write_mir(module, c.orders) for c in candidates}
     if llvm_mir is not None:
         texts[LLVM_MIR] = llvm_mir
     floor = LLVM_MIR if llvm_mir is not None else LLVM
     unique = list(dict.fromkeys(texts.values()))
-    jobs = [(None, module.text), *((True, t) for t in unique)]
+    jobs = [(None, module.text)] if reference is None else []
+    jobs += [(True, t) for t in unique]
     with ThreadPoolExecutor(max(1, min(2, os.cpu_count() or 1))) as pool:
         figures = list(pool.map(lambda job: _judged(job, kw), jobs))
-    reference, by_text = figures[0], dict(zip(unique, figures[1:], strict=True))
+    if reference is None:
+        reference, figures = figures[0], figures[1:]
+    by_text = dict(zip(unique, figures, strict=True))
     tried = {label: by_text[text] for label, text in texts.items()}
     picks = {fn: _pick(fn, ref, tried, floor) for fn, ref in reference.items()}
     for _ in range(3):
@@ -130,6 +137,19 @@ def select(
     if still and any(picks[fn] != floor for fn in still):
         raise SelectError(f"{module.source}: still worse than LLVM's: {still}")
     return text, [_choice(fn, picks[fn], ref, final, tried) for fn, ref in reference.items()]
+
+
+def reference_figures(
+    module: MirModule,
+    *,
+    mcpu: str = MCPU,
+    mattr: str = "",
+    llc: str | os.PathLike | None = None,
+    mca: str | os.PathLike | None = None,
+) -> dict[str, FunctionTime]:
+    """The judge's figures per function of ``module`` compiled with LLVM's scheduler: the
+    reference of `select` (`LlcError` / `McaError` when a tool is missing or fails)."""
+    return _judged((None, module.text), dict(mcpu=mcpu, mattr=mattr, llc=llc, mca=mca))
 
 
 def _judged(job: tuple[bool | None, str], kw: dict) -> dict[str, FunctionTime]:
