@@ -162,17 +162,8 @@ def schedule_files(
         # LLVM's own schedules do not depend on ours: llc makes them while the colony runs.
         early = [pool.submit(_llvm_runs, f.module, tools) if guarded else None for f in good]
         if scheduler is None:
-            allowance = headroom_allowance
-            allowance = MIR_HEADROOM_ALLOWANCE if allowance is None else allowance
-            functions = _functions(good)
-            scheduler = colony_scheduler(
-                machine,
-                seed,
-                time_limit,
-                allowance,
-                alternatives,
-                function_of=lambda r: functions[id(r)],
-                llvm_occupancy=lambda r: _llvm_occupancy(early, *functions[id(r)]),
+            scheduler = _default_scheduler(
+                good, machine, seed, time_limit, headroom_allowance, alternatives, early
             )
         results = _schedule(good, scheduler, name, alternatives)
         for f, (orders, notes), runs in zip(good, results, early, strict=True):
@@ -183,6 +174,31 @@ def schedule_files(
     finally:
         pool.shutdown(cancel_futures=True)  # an interrupted call leaves no llc queued
     return files
+
+
+def _default_scheduler(
+    good: list[FileSchedule],
+    machine: Machine,
+    seed: int,
+    time_limit: float | None,
+    headroom_allowance: float | None,
+    alternatives: dict[str, list],
+    early: list,
+) -> Scheduler:
+    """`colony_scheduler` for the ``good`` files: each region's function by (file, function),
+    llc's occupancy of it under LLVM's scheduler from ``early`` (each file's `_llvm_runs`
+    future, or None)."""
+    allowance = MIR_HEADROOM_ALLOWANCE if headroom_allowance is None else headroom_allowance
+    functions = _functions(good)
+    return colony_scheduler(
+        machine,
+        seed,
+        time_limit,
+        allowance,
+        alternatives,
+        function_of=lambda r: functions[id(r)],
+        llvm_occupancy=lambda r: _llvm_occupancy(early, *functions[id(r)]),
+    )
 
 
 def _functions(files: list[FileSchedule]) -> dict[int, tuple[int, str]]:
