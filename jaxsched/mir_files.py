@@ -442,7 +442,7 @@ def colony_scheduler(
         got = solve(regions, machine)
         own = [tuple(r.order) for r in got]
         targets = function_targets(regions, got, machine, function_of)
-        got = _retargeted(regions, got, targets, machine, solve)
+        got, targets = _retargeted(regions, got, targets, machine, solve)
         orders = [tuple(r.order) for r in got]
         if alternatives is not None:
             alternatives[SHORTEST] = [tuple(r.order_without_headroom) for r in got]
@@ -553,16 +553,18 @@ def _retargeted(
     targets: list[int],
     machine: Machine,
     solve: Callable[[list[Region], Machine], list],
-) -> list:
-    """``got`` with each region whose target (`function_targets`) is below the machine's
-    solved again for it, the new result kept where it is shorter at that occupancy or
-    above."""
-    todo = [k for k, t in enumerate(targets) if t < machine.target_occupancy]
-    out = list(got)
+) -> tuple[list, list[int]]:
+    """(``got`` with each region whose target (`function_targets`) is below the machine's
+    solved again for it, the new result kept where it is shorter at that occupancy or above;
+    each result's target occupancy: the region's where its new result is kept, else the
+    machine's, so that each result's ``rp_cost`` counts from its own target)."""
+    top = int(machine.target_occupancy)
+    todo = [k for k, t in enumerate(targets) if t < top]
+    out, used = list(got), [top] * len(got)
     for k, r in _by_target(regions, todo, targets, machine, solve).items():
         if r.occupancy >= targets[k] and r.length < got[k].length:
-            out[k] = r
-    return out
+            out[k], used[k] = r, targets[k]
+    return out, used
 
 
 #: The guard's candidates with VGPRs held back: the colony run again, with this many VGPR

@@ -128,3 +128,19 @@ def test_regions_above_llvm_occupancy_are_a_candidate(monkeypatch):
     assert scheduler(regions) == [(0, 1)] * 3
     assert calls[1:] == [(["f:bb.0:0"], 4)]
     assert alternatives[LLVM_OCCUPANCY] == [(1, 0), (0, 1), (0, 1)]
+
+
+def test_a_rejected_retarget_keeps_the_machine_target():
+    """Each result's target is the one it was solved for (its ``rp_cost`` counts from it):
+    the function's occupancy where the new result is kept, the machine's where it is not."""
+    from jaxsched.mir_files import _retargeted
+
+    machine = get_machine("gfx906")
+    regions = [SimpleNamespace(name=n) for n in ("f:bb.0:0", "f:bb.1:0", "g:bb.1:0")]
+    got = [_result(5, 80, 50), _result(9, 80, 50), _result(8, 80, 50)]
+    again = {"f:bb.1:0": _result(5, 60, 50, (1, 0)), "g:bb.1:0": _result(7, 99, 50, (1, 0))}
+    out, used = _retargeted(
+        regions, got, [10, 5, 7], machine, lambda rs, m: [again[r.name] for r in rs]
+    )
+    assert used == [10, 5, 10]
+    assert [r.order for r in out] == [(0, 1), (1, 0), (0, 1)]
