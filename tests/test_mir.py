@@ -131,6 +131,45 @@ def test_hand_written_edges():
     assert "%3" in r.live_in
 
 
+_LANES = """---
+name:            lanes
+registers:
+  - { id: 0, class: vgpr_32 }
+  - { id: 1, class: vreg_64 }
+  - { id: 2, class: vgpr_32 }
+  - { id: 4, class: vreg_64 }
+body:             |
+  bb.0:
+    liveins: $vgpr0
+    %0:vgpr_32 = COPY $vgpr0
+    undef %1.sub0:vreg_64 = V_ADD_U32_e32 1, %0, implicit $exec
+    %1.sub1:vreg_64 = V_ADD_U32_e32 2, %0, implicit $exec
+    %2:vgpr_32 = V_ADD_U32_e32 %1.sub0, %1.sub1, implicit $exec
+    undef %4.sub0:vreg_64 = V_MOV_B32_e32 0, implicit $exec
+    S_ENDPGM 0, implicit %2, implicit %4
+
+...
+"""
+
+
+def test_pressure_follows_lanes():
+    """A tuple that an operand names by sub-register counts per 32-bit lane, as LLVM's
+    allocator sees it: a lane is live from its own def to its own last use, and a lane no
+    def reaches holds no register."""
+    (mr,) = read_mir("lanes.mir", text=_LANES).regions
+    r = mr.region
+    assert r is not None
+    assert r.registers["%1:0"] == ("VGPR", 1) and "%1" not in r.registers
+    assert r.instructions[2].defs == ("%1:1",) and r.instructions[2].uses == ("%0",)
+    assert r.instructions[3].uses == ("%1:0", "%1:1")
+    # %4's high lane is never defined: only its low lane leaves the region live
+    assert r.live_out == ("%2", "%4:0")
+    order = list(range(len(r)))
+    rep = verify(r, gfx906(), issue_cycles(r, order), order=order)
+    # whole registers: %0 with both lanes of %1 (3); per lane: %0 and one lane at a time (2)
+    assert rep.peak_rp["VGPR"] == 2
+
+
 def test_bad_mir_has_line_numbers():
     bad = _HAND.replace("S_BARRIER", "%9:vgpr_32 = = S_BARRIER")
     with pytest.raises(MirError, match=r"hand.mir \(function 'hand'\):19"):

@@ -24,9 +24,10 @@ Rules (see ``docs/frontends.md``):
   dereferenceable loads are never ordered.
 * The region's end (LLVM's ``ExitSU``): a pseudo-instruction after the region's last, that
   every order issues last, once every instruction has completed (`completion_edges`).
-* Pressure: virtual registers only, file and width from the register class; liveness from a
-  whole-function backward data-flow analysis (a sub-register def without ``undef`` reads the
-  register).
+* Pressure: virtual registers only, file and width from the register class; a tuple that an
+  operand names by sub-register counts per 32-bit lane (`Lanes`), as LLVM's allocator does;
+  liveness from a whole-function backward data-flow analysis, a lane only where a def of it
+  reaches.
 """
 
 from __future__ import annotations
@@ -513,20 +514,68 @@ def _bits(mask: int) -> list[int]:
 
 
 # ---------------------------------------------------------------------- liveness
-def _reg_reads_kills(ins: MirInstr) -> tuple[set[str], set[str]]:
+class Lanes:
+    """How pressure names the virtual registers of one function: a register of more than one
+    32-bit register that some operand names by sub-register is tracked per 32-bit lane
+    (``%5:0``, ``%5:1``...; one register of its file each), as LLVM's allocator and GCN
+    pressure trackers follow lane masks: ``undef %5.sub0 = ...`` makes one register live, not
+    the tuple, and each lane dies at its own last use. Every other register is one name."""
+
+    def __init__(self, fn: MirFunction, regs: dict[str, Register | None]) -> None:
+        self.regs = regs
+        self.split = {
+            op.name: reg.width
+            for b in fn.blocks
+            for ins in b.instrs
+            for op in ins.regs
+            if op.virtual and op.subreg and (reg := regs.get(op.name)) and reg.width > 1
+        }
+
+    @staticmethod
+    def is_lane(name: str) -> bool:
+        """Whether a pressure name is one lane of a tuple."""
+        return ":" in name
+
+    def register(self, name: str) -> Register | None:
+        """File and width of a pressure name (a lane: one register of its tuple's file)."""
+        base, _, lane = name.partition(":")
+        reg = self.regs.get(base)
+        return Register(reg.file, 1) if reg is not None and lane else reg
+
+    def effect(self, op) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+        """(names read, names killed, names defined) by one virtual register operand. A
+        sub-register def without ``undef`` reads the lanes it writes only in part (16 bits)."""
+        width = self.split.get(op.name)
+        if width is None:
+            whole = (op.name,)
+            if op.is_def:
+                partial = bool(op.subreg) and not op.undef
+                return (whole if partial else ()), (() if partial else whole), whole
+            return ((), (), ()) if op.undef else (whole, (), ())
+        mask = lane_mask(op.subreg, width)
+        lanes = [i for i in range(width) if mask >> (2 * i) & 0b11]
+        names = tuple(f"{op.name}:{i}" for i in lanes)
+        if not op.is_def:
+            return ((), (), ()) if op.undef else (names, (), ())
+        if not op.subreg or op.undef:
+            return (), tuple(f"{op.name}:{i}" for i in range(width)), names
+        half = tuple(f"{op.name}:{i}" for i in lanes if mask >> (2 * i) & 0b11 != 0b11)
+        return half, tuple(n for n in names if n not in half), names
+
+
+def _reg_reads_kills(ins: MirInstr, lanes: Lanes) -> tuple[set[str], set[str]]:
     reads: set[str] = set()
     kills: set[str] = set()
     for op in ins.regs:
-        if not op.virtual:
-            continue
-        if op.is_def:
-            if not op.subreg or op.undef:
-                kills.add(op.name)
-            else:
-                reads.add(op.name)
-        elif not op.undef:
-            reads.add(op.name)
+        if op.virtual:
+            r, k, _ = lanes.effect(op)
+            reads.update(r)
+            kills.update(k)
     return reads, kills
+
+
+def _defined(ins: MirInstr, lanes: Lanes) -> set[str]:
+    return {n for op in ins.regs if op.virtual and op.is_def for n in lanes.effect(op)[2]}
 
 
 def _successors(fn: MirFunction) -> dict[int, list[int]]:
@@ -547,8 +596,8 @@ def _successors(fn: MirFunction) -> dict[int, list[int]]:
     return out
 
 
-def function_liveness(fn: MirFunction) -> dict[int, set[str]]:
-    """Virtual registers live at the end of each block (by block number)."""
+def function_liveness(fn: MirFunction, lanes: Lanes) -> dict[int, set[str]]:
+    """Pressure names (`Lanes`) live at the end of each block (by block number)."""
     gen: dict[int, set[str]] = {}
     kill: dict[int, set[str]] = {}
     for b in fn.blocks:
@@ -557,7 +606,7 @@ def function_liveness(fn: MirFunction) -> dict[int, set[str]]:
         for ins in reversed(b.instrs):
             if ins.is_debug:
                 continue
-            reads, kills = _reg_reads_kills(ins)
+            reads, kills = _reg_reads_kills(ins, lanes)
             g -= kills
             k |= kills
             g |= reads
@@ -581,17 +630,49 @@ def function_liveness(fn: MirFunction) -> dict[int, set[str]]:
     return live_out
 
 
-def _live_before_each(b: MirBlock, live_out: set[str]) -> list[set[str]]:
-    """live[k] = virtual registers live before instruction k of the block (k = len: at end)."""
+def function_definitions(fn: MirFunction, lanes: Lanes) -> dict[int, set[str]]:
+    """Pressure names that a def may reach at the start of each block (by block number): a
+    lane read where no def reaches (a tuple built in part) holds no register, as in LLVM's
+    live intervals."""
+    succ = _successors(fn)
+    defs = {
+        b.number: {n for ins in b.instrs if not ins.is_debug for n in _defined(ins, lanes)}
+        for b in fn.blocks
+    }
+    reach: dict[int, set[str]] = {b.number: set() for b in fn.blocks}
+    changed = True
+    while changed:
+        changed = False
+        for b in fn.blocks:
+            out = reach[b.number] | defs[b.number]
+            for s in succ.get(b.number, []):
+                if s in reach and not out <= reach[s]:
+                    reach[s] |= out
+                    changed = True
+    return reach
+
+
+def _live_before_each(
+    b: MirBlock, live_out: set[str], reached: set[str], lanes: Lanes
+) -> list[set[str]]:
+    """live[k] = pressure names live before instruction k of the block (k = len: at end):
+    read later on some path; a lane also reached by a def (``reached``: at the block's
+    start), as a tuple built in part leaves its other lanes undefined."""
     live = set(live_out)
     out = [set() for _ in range(len(b.instrs) + 1)]
     out[len(b.instrs)] = set(live)
     for k in range(len(b.instrs) - 1, -1, -1):
         ins = b.instrs[k]
         if not ins.is_debug:
-            reads, kills = _reg_reads_kills(ins)
+            reads, kills = _reg_reads_kills(ins, lanes)
             live = (live - kills) | reads
         out[k] = set(live)
+    defined = set(reached)
+    for k, ins in enumerate(b.instrs):
+        out[k] = {n for n in out[k] if n in defined or not Lanes.is_lane(n)}
+        if not ins.is_debug:
+            defined |= _defined(ins, lanes)
+    out[-1] = {n for n in out[-1] if n in defined or not Lanes.is_lane(n)}
     return out
 
 
@@ -638,16 +719,18 @@ def extract_regions(
             for r in set(fn.reg_classes) | set(inline)
         }
         widths = {r: (v.width if v else None) for r, v in regs_all.items()}
-        live_out = function_liveness(fn)
+        lanes = Lanes(fn, regs_all)
+        live_out = function_liveness(fn, lanes)
+        reach = function_definitions(fn, lanes)
         for b in fn.blocks:
             runs = [r for r in split_block(b) if len(r) >= min_size]
             if not runs:
                 continue
-            live = _live_before_each(b, live_out[b.number])
+            live = _live_before_each(b, live_out[b.number], reach[b.number], lanes)
             for k, run in enumerate(runs):
                 name = f"{fn.name}:bb.{b.number}:{k}"
                 region = _make_region(
-                    name, fn, b, run, live, regs_all, widths, inline, mcpu, ir.function(fn.name)
+                    name, fn, b, run, live, lanes, widths, inline, mcpu, ir.function(fn.name)
                 )
                 out.append(region)
     return out
@@ -659,7 +742,7 @@ def _make_region(
     b: MirBlock,
     run: list[int],
     live: list[set[str]],
-    regs_all: dict[str, Register | None],
+    lanes: Lanes,
     widths: dict[str, int | None],
     inline: dict[str, str],
     mcpu: str,
@@ -669,35 +752,15 @@ def _make_region(
     groups = tuple((b.instrs[k].line, *b.trailing[k]) for k in run)
     problem = None
     try:
-        used: dict[str, Register] = {}
-        insts = []
-        for ins in instrs:
-            defs, uses = [], []
-            for op in ins.regs:
-                if not op.virtual:
-                    continue
-                reg = regs_all.get(op.name)
-                if reg is None:
-                    cls = _class_of(fn, op.name, inline) or "<none>"
-                    raise RegionError(
-                        f"line {ins.line + 1}: register {op.name} has unknown class {cls!r}"
-                    )
-                used[op.name] = reg
-                if op.is_def:
-                    defs.append(op.name)
-                    if op.subreg and not op.undef:
-                        uses.append(op.name)
-                elif not op.undef:
-                    uses.append(op.name)
-            insts.append(Instruction(ins.text, tuple(defs), tuple(uses)))
         before, after = live[run[0]], live[run[-1] + 1]
+        insts, used = _pressure(instrs, fn, lanes, inline, before)
         referenced = set(used)
         read = {r for x in insts for r in x.uses}
         live_in = sorted(read & before)
         live_out = sorted(referenced & after)
         through: dict[str, int] = {}
         for r in sorted((before & after) - referenced):
-            reg = regs_all.get(r)
+            reg = lanes.register(r)
             if reg is not None:
                 through[reg.file] = through.get(reg.file, 0) + reg.width
         edges = build_edges(instrs, widths, mcpu, ir)
@@ -716,3 +779,38 @@ def _make_region(
         region=region,
         problem=problem,
     )
+
+
+def _pressure(
+    instrs: tuple[MirInstr, ...],
+    fn: MirFunction,
+    lanes: Lanes,
+    inline: dict[str, str],
+    before: set[str],
+) -> tuple[list[Instruction], dict[str, Register]]:
+    """The region's instructions with the pressure names (`Lanes`) each defines and reads,
+    and those names' registers. A read of a lane that is neither live before the region nor
+    defined earlier in it (undefined: a tuple built in part) holds no register and is left
+    out."""
+    used: dict[str, Register] = {}
+    insts = []
+    defined: set[str] = set()
+    for ins in instrs:
+        defs: list[str] = []
+        uses: list[str] = []
+        for op in ins.regs:
+            if not op.virtual:
+                continue
+            if lanes.regs.get(op.name) is None:
+                cls = _class_of(fn, op.name, inline) or "<none>"
+                raise RegionError(
+                    f"line {ins.line + 1}: register {op.name} has unknown class {cls!r}"
+                )
+            reads, _, writes = lanes.effect(op)
+            uses += [r for r in reads if r in before or r in defined or not Lanes.is_lane(r)]
+            defs += writes
+        for r in (*defs, *uses):
+            used[r] = lanes.register(r)
+        defined.update(defs)
+        insts.append(Instruction(ins.text, tuple(dict.fromkeys(defs)), tuple(dict.fromkeys(uses))))
+    return insts, used
