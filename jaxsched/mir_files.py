@@ -48,6 +48,8 @@ from jaxsched.problem.region import Region
 
 __all__ = [
     "LLVM_OCCUPANCY",
+    "LLVM_OCCUPANCY_RESERVE",
+    "LLVM_OCCUPANCY_SHORTEST",
     "MIR_HEADROOM_ALLOWANCE",
     "MIR_HOIST_BELOW",
     "MIR_RESERVES",
@@ -449,9 +451,11 @@ def colony_scheduler(
             if orders != own:
                 alternatives[OWN_OCCUPANCY] = own
             if llvm_occupancy is not None:
-                lower = _at_llvm_occupancy(regions, got, machine, llvm_occupancy, solve)
-                if lower != orders:
-                    alternatives[LLVM_OCCUPANCY] = lower
+                frugal, shortest = _at_llvm_occupancy(regions, got, machine, llvm_occupancy, solve)
+                if frugal != orders:
+                    alternatives[LLVM_OCCUPANCY] = frugal
+                if shortest not in (orders, frugal):
+                    alternatives[LLVM_OCCUPANCY_SHORTEST] = shortest
             alternatives.update(_reserved(regions, got, targets, machine, seed, time_limit))
             alternatives.update(_hoisted_to_level(regions, got, targets, machine))
         return orders
@@ -467,6 +471,16 @@ OWN_OCCUPANCY = "ours-own-occupancy"
 #: The guard's label of the colony's orders with each region above its function's occupancy
 #: under LLVM's scheduler solved again for that occupancy (`_at_llvm_occupancy`).
 LLVM_OCCUPANCY = "ours-llvm-occupancy"
+#: The same regions solved for LLVM's occupancy with `LLVM_OCCUPANCY_RESERVE` VGPR granules
+#: held back, their orders without the headroom rule: where the model's occupancy of a region
+#: is one the allocator does not reach, the level below buys the length the frugal order gives
+#: away.
+LLVM_OCCUPANCY_SHORTEST = "ours-llvm-occupancy-shortest"
+#: VGPR allocation granules held back for `LLVM_OCCUPANCY_SHORTEST`. The model counts a tuple
+#: per lane (as LLVM's trackers do), but the allocator needs contiguous registers for it:
+#: parboil's mb_sad_calc loop (gfx906, occupancy 4, many 128-bit tuples) takes 67 VGPRs with
+#: one granule held back (occupancy 3), 62 with two (870 cycles per wave slot, LLVM's 3,317).
+LLVM_OCCUPANCY_RESERVE = 2
 
 
 def _at_llvm_occupancy(
@@ -475,12 +489,15 @@ def _at_llvm_occupancy(
     machine: Machine,
     llvm_occupancy: Callable[[Region], int | None],
     solve: Callable[[list[Region], Machine], list],
-) -> list[tuple[int, ...]]:
-    """The orders of ``got`` with each region whose occupancy is above llc's occupancy of its
-    function under LLVM's scheduler, and whose length is above its bound, solved again for
-    that occupancy (kept where shorter at it). The guard admits nothing below LLVM's
-    occupancy, and llc's allocation can keep a function below the model's occupancy (scratch,
-    or more registers than the model's peaks): the registers up to LLVM's level buy length."""
+) -> tuple[list[tuple[int, ...]], list[tuple[int, ...]]]:
+    """(frugal, shortest): the orders of ``got`` with each region whose occupancy is above
+    llc's occupancy of its function under LLVM's scheduler, and whose length is above its
+    bound, solved again for that occupancy (kept where shorter at it); ``shortest``: solved
+    for it with `LLVM_OCCUPANCY_RESERVE` VGPR allocation granules held back, its order
+    without the headroom rule (the allocator may need more than the model's peak). The guard
+    admits nothing below LLVM's occupancy, and llc's allocation can keep a function below the
+    model's occupancy (scratch, or more registers than the model's peaks): the registers up to
+    LLVM's level buy length."""
     top = int(machine.target_occupancy)
     targets = []
     for region, r in zip(regions, got, strict=True):
@@ -492,7 +509,24 @@ def _at_llvm_occupancy(
     for k, r in _by_target(regions, todo, targets, machine, solve).items():
         if r.occupancy >= targets[k] and r.length < got[k].length:
             orders[k] = tuple(r.order)
-    return orders
+    shortest = list(orders)
+    held = _held_back(machine, LLVM_OCCUPANCY_RESERVE)
+    for k, r in _by_target(regions, todo, targets, held, solve).items():
+        if r.occupancy >= targets[k] and r.order_without_headroom:
+            shortest[k] = tuple(r.order_without_headroom)
+    return orders, shortest
+
+
+def _held_back(machine: Machine, granules: int) -> Machine:
+    """``machine`` with ``granules`` VGPR allocation granules held back at every occupancy
+    level (``machine`` itself for a machine without a VGPR file or a known target)."""
+    from jaxsched.machines.amdgpu import TARGETS
+    from jaxsched.machines.model import reserve_registers
+
+    target = TARGETS.get(machine.name)
+    if target is None or "VGPR" not in machine.file_names:
+        return machine
+    return reserve_registers(machine, "VGPR", granules * target.vgpr_granule)
 
 
 def _function_by_name(region: Region) -> str:
@@ -587,12 +621,9 @@ def _reserved(
     rescheduled with `MIR_RESERVES` granules of VGPRs held back (each at its target
     occupancy), by label."""
     from jaxsched.colony import schedule
-    from jaxsched.machines.amdgpu import TARGETS
-    from jaxsched.machines.model import reserve_registers
 
     todo = [k for k, r in enumerate(got) if r.order != r.order_without_headroom]
-    target = TARGETS.get(machine.name)
-    if not todo or target is None or "VGPR" not in machine.file_names:
+    if not todo or _held_back(machine, 1) is machine:
         return {}
 
     def solve(subset: list[Region], m: Machine) -> list:
@@ -600,7 +631,7 @@ def _reserved(
 
     out = {}
     for reserve in MIR_RESERVES:
-        held = reserve_registers(machine, "VGPR", reserve * target.vgpr_granule)
+        held = _held_back(machine, reserve)
         orders = [tuple(r.order_without_headroom) for r in got]
         for k, r in _by_target(regions, todo, targets, held, solve).items():
             orders[k] = tuple(r.order_without_headroom)

@@ -20,13 +20,15 @@ from jaxsched.verify import verify
 DATA = Path(__file__).parent / "data"
 
 
-def _result(occupancy: int, length: int, bound: int, order=(0, 1)) -> SimpleNamespace:
+def _result(
+    occupancy: int, length: int, bound: int, order=(0, 1), shortest=None
+) -> SimpleNamespace:
     return SimpleNamespace(
         occupancy=occupancy,
         length=length,
         length_lower_bound=bound,
         order=order,
-        order_without_headroom=order,
+        order_without_headroom=order if shortest is None else shortest,
         source="colony",
     )
 
@@ -104,16 +106,22 @@ def test_a_loop_beside_a_high_pressure_region_is_shorter_at_the_function_occupan
 def test_regions_above_llvm_occupancy_are_a_candidate(monkeypatch):
     """With llc's occupancy of each function under LLVM's scheduler, the regions above it
     with room for length are solved again for it: a candidate for the guard
-    (`LLVM_OCCUPANCY`), the colony's own orders unchanged."""
-    from jaxsched.mir_files import LLVM_OCCUPANCY
+    (`LLVM_OCCUPANCY`), and solved for it with VGPR granules held back, their orders
+    without the headroom rule (`LLVM_OCCUPANCY_SHORTEST`); the colony's own orders
+    unchanged."""
+    from jaxsched.mir_files import LLVM_OCCUPANCY, LLVM_OCCUPANCY_SHORTEST
 
     calls = []
 
     def fake(regions, machine, **kw):
-        calls.append(([r.name for r in regions], machine.target_occupancy))
+        vgprs = machine.files[machine.file_index("VGPR")].steps
+        level = next(limit for limit, occupancy in vgprs if occupancy == 4)
+        calls.append(([r.name for r in regions], machine.target_occupancy, level))
         if machine.target_occupancy == 10:
             return [_result(8, 80, 50) for _ in regions]  # every region at occupancy 8
-        return [_result(4, 60, 50, (1, 0)) for _ in regions]
+        if level == 64:  # not held back
+            return [_result(4, 60, 50, (1, 0), shortest=(0, 2, 1)) for _ in regions]
+        return [_result(4, 70, 50, (1, 0), shortest=(2, 1, 0)) for _ in regions]
 
     monkeypatch.setattr(jaxsched.colony, "schedule", fake)
     regions = [SimpleNamespace(name=n) for n in ("f:bb.0:0", "g:bb.0:0", "h:bb.0:0")]
@@ -126,8 +134,10 @@ def test_regions_above_llvm_occupancy_are_a_candidate(monkeypatch):
         llvm_occupancy=lambda r: llc[r.name.split(":")[0]],
     )
     assert scheduler(regions) == [(0, 1)] * 3
-    assert calls[1:] == [(["f:bb.0:0"], 4)]
+    # again for 4, then for 4 with two VGPR granules (4 registers each) held back
+    assert calls[1:] == [(["f:bb.0:0"], 4, 64), (["f:bb.0:0"], 4, 56)]
     assert alternatives[LLVM_OCCUPANCY] == [(1, 0), (0, 1), (0, 1)]
+    assert alternatives[LLVM_OCCUPANCY_SHORTEST] == [(2, 1, 0), (0, 1), (0, 1)]
 
 
 def test_a_rejected_retarget_keeps_the_machine_target():
