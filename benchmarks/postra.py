@@ -37,6 +37,7 @@ from collections import Counter
 from pathlib import Path
 
 import harness
+import numpy as np
 from llc_occupancy import compile_ir, strip_target_attributes
 
 from jaxsched.io import mir_regions
@@ -44,7 +45,7 @@ from jaxsched.io.mir import read_mir
 from jaxsched.io.mir_alias import IrModule
 from jaxsched.io.mir_judge import judge_mir, mca_cycles, split_blocks
 from jaxsched.io.mir_llc import compile_mir
-from jaxsched.io.mir_llvm import tag_instructions
+from jaxsched.io.mir_llvm import llvm_orders, tag_instructions
 from jaxsched.io.mir_parse import MirError, read_mir_text
 from jaxsched.io.mir_write import OrderError, check_order
 from jaxsched.machines.amdgpu import TARGETS
@@ -228,11 +229,84 @@ def agreement(target: str, paths: list[Path]) -> dict:
     return {"now": _agreement_stats(now), "before": _agreement_stats(before)}
 
 
+def allocation(target: str, paths: list[Path], rows: list[dict]) -> dict:
+    """Per function, the model's VGPR peak of LLVM's order (the highest over its regions)
+    against the VGPRs llc allocates with LLVM's scheduler: the model as it is (a tuple named
+    by sub-register counted per lane) and with whole registers (before), in one run."""
+    version = VERSION.get(target, 19)
+    allocated = {(r["file"], r["function"]): r["llvm"]["vgprs"] for r in rows}
+    orders = {}
+    for p in paths:
+        try:
+            orders[p] = llvm_orders(read_mir(p, mcpu=target), mcpu=TARGETS[target].mcpu,
+                                    llc=LLC[version])  # fmt: skip
+        except MirError:
+            continue
+    now = _allocation_pairs(target, orders, allocated)
+    saved = mir_regions.Lanes.__init__
+
+    def whole(self, fn, regs) -> None:
+        saved(self, fn, regs)
+        self.split = {}
+
+    mir_regions.Lanes.__init__ = whole
+    try:
+        before = _allocation_pairs(target, orders, allocated)
+    finally:
+        mir_regions.Lanes.__init__ = saved
+    machine = get_machine(target)
+    return {"now": _allocation_stats(now, machine), "before": _allocation_stats(before, machine)}
+
+
+def _allocation_pairs(target: str, orders: dict, allocated: dict) -> list[tuple[int, int]]:
+    """(model VGPR peak of LLVM's orders, llc's VGPRs) per function whose regions all take
+    LLVM's order."""
+    from jaxsched.heuristics.host_schedule import host_region, order_peak_rp_host
+    from jaxsched.problem.padded import pad_region
+
+    machine = get_machine(target)
+    v = machine.file_index("VGPR")
+    pairs = []
+    for p, theirs in orders.items():
+        peaks: dict[str, int | None] = {}
+        for mr, order in zip(read_mir(p, mcpu=target).regions, theirs, strict=True):
+            if mr.region is None or mr.problem or peaks.get(mr.function, 0) is None:
+                continue
+            try:
+                full = mr.model_order(check_order(mr, order) if order else range(len(mr)))
+            except OrderError:
+                peaks[mr.function] = None
+                continue
+            host = host_region(pad_region(mr.region, machine))
+            peak = int(order_peak_rp_host(host, np.asarray(full, np.int32))[v])
+            peaks[mr.function] = max(peaks.get(mr.function, 0), peak)
+        for fn, peak in peaks.items():
+            if peak is not None and allocated.get((p.name, fn), -1) > 0:
+                pairs.append((peak, allocated[(p.name, fn)]))
+    return pairs
+
+
+def _allocation_stats(pairs: list[tuple[int, int]], machine) -> dict:
+    """How the model's peaks predict llc's VGPRs: exact, over, under, mean absolute error,
+    and the VGPRs' occupancy level the same."""
+    if not pairs:
+        return {"functions": 0}
+    err = np.asarray([m - a for m, a in pairs])
+    level = lambda n: machine.occupancy([n if f == "VGPR" else 0 for f in machine.file_names])  # noqa: E731
+    return {
+        "functions": len(pairs),
+        "exact": int((err == 0).sum()),
+        "over": int((err > 0).sum()),
+        "under": int((err < 0).sum()),
+        "mean_abs_error": float(np.abs(err).mean()),
+        "same_level": sum(level(m) == level(a) for m, a in pairs),
+    }
+
+
 def _agreement_pairs(target: str, paths: list[Path], llc: str) -> list[tuple]:
     """(model length, llvm-mca cycles, opcode classes of the block) per region alone in a
     block of LLVM's final code (identified by `debug-instr-number` tags)."""
     from jaxsched.heuristics import issue_cycles
-    from jaxsched.io.mir_llvm import llvm_orders
 
     mcpu, pairs, blocks = TARGETS[target].mcpu, [], []
     for p in paths:
@@ -396,7 +470,13 @@ def markdown(report: dict) -> str:
         t = r["totals"]
         strat = ", ".join(f"{s} {v:.4f}" for s, v in t["strategies_vs_default"].items())
         lines.append(f"- {r['target']}: kept {t['kept']}; LLVM's strategies / default: {strat}.")
-    return "\n".join([*lines, *_agreement_md(report), *_examples_md(report), *_slower_md(report)])
+    parts = (
+        _agreement_md(report),
+        _allocation_md(report),
+        _examples_md(report),
+        _slower_md(report),
+    )
+    return "\n".join([*lines, *(line for part in parts for line in part)])
 
 
 def _agreement_md(report: dict) -> list[str]:
@@ -433,6 +513,36 @@ def _agreement_md(report: dict) -> list[str]:
         "",
     ]
     return lines
+
+
+def _allocation_md(report: dict) -> list[str]:
+    """The model's VGPR peaks against llc's allocation, before and now."""
+    head = ["target", "model", "functions", "exact", "over", "under", "mean abs error",
+            "same occupancy level"]  # fmt: skip
+    rows = []
+    for r in report["targets"]:
+        for when in ("before", "now"):
+            a = r.get("allocation", {}).get(when)
+            if a and a.get("functions"):
+                n, err = a["functions"], f"{a['mean_abs_error']:.2f}"
+                counts = [a["exact"], a["over"], a["under"]]
+                rows.append([r["target"], when, n, *counts, err, f"{a['same_level']} of {n}"])
+    if not rows:
+        return []
+    return [
+        "",
+        "## The model's registers against the allocator's",
+        "",
+        "Per function: the model's VGPR peak of LLVM's order (the highest over its regions) "
+        "against the VGPRs llc allocates with LLVM's scheduler; the occupancy level of the "
+        "two counts (VGPRs alone) the same or not.",
+        "",
+        harness.table(head, rows),
+        "",
+        '"before": every register whole (a `vreg_128` counts 4 from its first lane\'s def to its '
+        'last lane\'s use); "now": a tuple named by sub-register counted per lane.',
+        "",
+    ]
 
 
 def _examples_md(report: dict) -> list[str]:
@@ -504,6 +614,7 @@ def main(argv: list[str] | None = None) -> int:
             _drop_blocks(result["functions"])
             if not args.no_agreement:
                 result["agreement"] = agreement(target, paths)
+                result["allocation"] = allocation(target, paths, result["functions"])
             result["wall_s"] = time.perf_counter() - t0
             report["targets"].append(result)
             print(target, {k: v for k, v in result["totals"].items() if k != "kept"}, flush=True)
