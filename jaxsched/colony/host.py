@@ -134,9 +134,16 @@ def _run_exact(regions: Sequence[Region], machine: Machine, options: Options) ->
 
 
 def to_result(
-    region: Region, machine: Machine, sol: Solution, index: int, exact, seconds
+    region: Region,
+    machine: Machine,
+    sol: Solution,
+    index: int,
+    exact,
+    seconds,
+    headroom: float = 0.0,
 ) -> Result:
-    """Region ``index`` of a (host) `Solution` as a `Result`; ``seconds`` = (compile, run)."""
+    """Region ``index`` of a (host) `Solution` as a `Result`; ``seconds`` = (compile, run);
+    ``headroom``: the headroom rule's fraction (``ColonyParams.rp_headroom``) for `_hoisted`."""
     n = len(region)
     it = [int(x) for x in sol.iterations[index]]
     hist = {
@@ -166,7 +173,7 @@ def to_result(
         run_seconds=seconds[1],
         exact=None if exact is None else exact.length.status if exact.rp.optimal else "bounded",
     )
-    return _hoisted(region, machine, result)
+    return _hoisted(region, machine, result, headroom)
 
 
 #: `to_result` tries `hoist` on a result at least this fraction above its length bound (and
@@ -185,13 +192,17 @@ def hoistable(result: Result) -> bool:
     return result.length > max(lb * (1 + HOIST_GAP), lb + 32)
 
 
-def _hoisted(region: Region, machine: Machine, result: Result) -> Result:
-    """``result`` with its orders shortened by `hoist` at their own per-file peaks, where the
-    length is far from its bound (`HOIST_GAP`); ``result`` itself otherwise."""
+def _hoisted(region: Region, machine: Machine, result: Result, headroom: float = 0.0) -> Result:
+    """``result`` with its orders shortened by `hoist`, where the length is far from its bound
+    (`HOIST_GAP`); ``result`` itself otherwise. ``order`` may take registers up to the
+    headroom of its occupancy level (the top ``headroom`` of each file's limit at its RP cost,
+    which the headroom rule keeps free; registers below it do not change the occupancy), or
+    its own peak where that is higher; ``order_without_headroom`` stays within its own
+    peaks."""
     if not hoistable(result):
         return result
     lb = result.length_lower_bound
-    peaks = [result.peak_rp[f] for f in machine.file_names]
+    peaks = _below_headroom(machine, result, headroom)
     better = hoist(region, machine, result.order, peaks)
     other = result.order_without_headroom
     if other and other != result.order:
@@ -220,6 +231,25 @@ def _hoisted(region: Region, machine: Machine, result: Result) -> Result:
         order_without_headroom=other,
         hoisted=True,
     )
+
+
+def _headroom(params: ColonyParams) -> float:
+    """The headroom rule's fraction of ``params`` (the largest where it is an array)."""
+    return float(np.max(np.asarray(params.rp_headroom)))
+
+
+def _below_headroom(machine: Machine, result: Result, headroom: float) -> list[int]:
+    """Per file, the most registers an order of ``result``'s RP cost may take outside the
+    headroom rule's top ``headroom`` of its limit (its own peak where higher; the peak alone
+    in an unbounded file)."""
+    from jaxsched.machines.model import RP_UNLIMITED, rp_limits
+
+    limit = rp_limits(machine.occupancy_lut, machine.target_occupancy, result.rp_cost, xp=np)
+    caps = []
+    for f, lim in zip(machine.file_names, (int(x) for x in limit), strict=True):
+        free = int(np.floor(lim * (1 - headroom))) if 0 < lim < RP_UNLIMITED else 0
+        caps.append(max(result.peak_rp[f], free))
+    return caps
 
 
 class _LocalCalls:
@@ -426,7 +456,9 @@ def _schedule_sharded(
         spent = time.perf_counter() - t0 - (nxt.compile_s + nxt.host_s if nxt else 0.0)
         seconds = (call.compile_s, call.host_s + spent)
         for b, i in enumerate(idxs):
-            results[i] = to_result(regions[i], machine, sol, b, exact.get(i), seconds)
+            results[i] = to_result(
+                regions[i], machine, sol, b, exact.get(i), seconds, _headroom(params)
+            )
         if progress is not None:
             progress(list(idxs), [results[i] for i in idxs])
     return results  # type: ignore[return-value]
@@ -442,12 +474,15 @@ def _schedule_local(
     results: list[Result | None] = [None] * len(regions)
     m_dev, p_dev = machine.arrays(), params
 
+    headroom = _headroom(params)
+
     def run_of(cfg: ColonyConfig) -> engine.RunShared:
         return engine.RunShared(machine=m_dev, params=p_dev, key=key, config=cfg)
 
     def on_done(job: engine.Job, compile_s: float, run_s: float) -> None:
         i = job.index
-        r = to_result(job.region, machine, job.solution, 0, exact.get(i), (compile_s, run_s))
+        seconds = (compile_s, run_s)
+        r = to_result(job.region, machine, job.solution, 0, exact.get(i), seconds, headroom)
         results[i] = r
         if progress is not None:
             progress([i], [r])
