@@ -9,6 +9,7 @@ mode, every priority as traced codes."""
 from __future__ import annotations
 
 from functools import partial
+from pathlib import Path
 
 import chex
 import jax
@@ -295,6 +296,29 @@ def test_stall_schedule_and_order_peak_on_random_orders(host_regions, machine):
         assert host_length == length
         np.testing.assert_array_equal(order_peak_rp_host(hr, padded), peak)
         np.testing.assert_array_equal(issue_cycles(region, order, iw), cycles)
+
+
+@pytest.mark.parametrize("kernel", ["sgemm_tile.gfx906.mir", "stencil.gfx906.mir"])
+def test_order_peak_from_live_ranges_equals_the_step_loop(kernel):
+    """`order_peak_rp_host` counts a whole order from its registers' live ranges; on real MIR
+    regions (sub-register lanes, partial defs, live-in and live-out tuples) it gives the peaks
+    of the step loop the list scheduler runs (`_issue_regs`), on random orders."""
+    from jaxsched.heuristics import host_schedule
+    from jaxsched.io.mir import read_mir
+
+    module = read_mir(Path(__file__).parents[1] / "examples" / "kernels" / kernel)
+    rng = np.random.default_rng(7)
+    regions = [mr.region for mr in module.regions if mr.region is not None]
+    assert regions
+    for region in regions:
+        hr = host_region(pad_region(region, MACHINE))
+        assert hr.lives is not None
+        for _ in range(3):
+            order = random_topological_order(region, rng)
+            regs = host_schedule._init_regs(hr)
+            for j in order.tolist():
+                host_schedule._issue_regs(hr, regs, j)
+            np.testing.assert_array_equal(order_peak_rp_host(hr, order), regs.peak)
 
 
 def test_no_recompile_within_the_shape(schedules):

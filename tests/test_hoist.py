@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import jaxsched
 from jaxsched.heuristics.hoist import hoist
@@ -78,6 +79,33 @@ def test_hoist_shortens_at_the_same_peaks():
     assert hoist(region, machine, order, peaks) == found  # deterministic
     # no room: a cap below the order's own peak admits no move
     assert hoist(region, machine, order, [int(p) - 8 for p in peaks]) is None
+
+
+@pytest.mark.parametrize("issue_width", [1, 2])
+def test_timing_from_a_departure_equals_issue_cycles(issue_width):
+    """Hoist times a trial order only from where it departs from the current one, and stops
+    once it cannot be shorter than a bound; its lengths are `issue_cycles`' lengths."""
+    from helpers import random_topological_order
+
+    from jaxsched.heuristics.hoist import _Timing
+    from jaxsched.problem.generate import generate_regions
+
+    rng = np.random.default_rng(5)
+    for region in [byte_histogram(), *generate_regions(2, 12, 8, 96)]:
+        timing = _Timing(region.predecessors(), issue_width)
+        cur = [int(j) for j in random_topological_order(region, rng)]
+        assert timing.reset(cur) == _length_at(region, cur, issue_width)
+        for _ in range(4):
+            new = [int(j) for j in random_topological_order(region, rng)]
+            p = next((k for k, (a, b) in enumerate(zip(cur, new, strict=True)) if a != b), 0)
+            true = _length_at(region, new, issue_width)
+            assert timing.length(new, p, bound=10**9) == true
+            assert timing.length(new, p, bound=true + 1) == true
+            assert timing.length(new, p, bound=true) >= true
+
+
+def _length_at(region: Region, order, issue_width: int) -> int:
+    return int(issue_cycles(region, order, issue_width).max()) + 1
 
 
 def test_schedule_results_are_hoisted_where_far_from_the_bound():

@@ -18,6 +18,11 @@ every predecessor it transitively needs from that point on (its "cone", in their
 first move that keeps every peak within ``limits`` and shortens the order's greedy timing
 (`issue_cycles`) is kept; rounds repeat until none is, at most ``max_rounds``. Deterministic
 (no randomness), so the same order gives the same result everywhere.
+
+Cost: a trial's peaks come from its registers' live ranges (`order_peak_rp_host`, a few NumPy
+calls), and its timing starts where it departs from the current order and stops once it
+cannot be shorter (`_Timing`): on myocyte's kernel file (67 searches, regions up to 1,024
+instructions) the searches took 8 s instead of 36 s under cProfile, with the same orders.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from jaxsched.heuristics.host_schedule import host_region, order_peak_rp_host
-from jaxsched.heuristics.list_scheduler import issue_cycles
+from jaxsched.heuristics.list_scheduler import PyScalars, check_issue_width, in_order_issue
 from jaxsched.machines.model import Machine
 from jaxsched.problem.padded import pad_region
 from jaxsched.problem.region import Region
@@ -60,7 +65,7 @@ def hoist(
         instruction).
       budget: a cap on the work, in instructions looked at: each move tried costs the
         region's size; the search stops, keeping what it found, when the budget is spent
-        (about a second on the CPU).
+        (at most a few tenths of a second on the CPU).
     """
     host = host_region(pad_region(region, machine))
     cap = np.asarray(limits)
@@ -70,16 +75,16 @@ def hoist(
     if not longs:
         return None
     cur = list(order)
-    best = length = _length(region, cur, machine)
+    timing = _Timing(preds=region.predecessors(), issue_width=machine.issue_width)
+    best = length = timing.reset(cur)
     tries = [max(1, budget // len(cur))]  # moves left to try
     for _ in range(max_rounds):
         moved = False
         for i in [j for j in cur if j in longs]:
-            found = _first_move(
-                region, machine, host, preds, longs, cur, i, cap, length, lookback, tries
-            )
+            found = _first_move(timing, host, preds, longs, cur, i, cap, length, lookback, tries)
             if found is not None:
                 cur, length = found
+                timing.reset(cur)
                 moved = True
             if tries[0] <= 0:
                 break
@@ -88,7 +93,7 @@ def hoist(
     return (tuple(cur), length) if length < best else None
 
 
-def _first_move(region, machine, host, preds, longs, cur, i, cap, length, lookback, tries):
+def _first_move(timing, host, preds, longs, cur, i, cap, length, lookback, tries):
     """(order, length) of the first shortening move of ``i`` that keeps the peaks within
     ``cap``, trying the earliest positions first; None when there is none (or ``tries[0]``,
     the moves left to try, runs out; each try takes one)."""
@@ -104,7 +109,7 @@ def _first_move(region, machine, host, preds, longs, cur, i, cap, length, lookba
         new += [x for x in cur[p:] if x not in cone]
         if np.any(order_peak_rp_host(host, np.asarray(new, np.int32)) > cap):
             continue
-        n_len = _length(region, new, machine)
+        n_len = timing.length(new, p, length)
         if n_len < length:
             return new, n_len
     return None
@@ -121,5 +126,47 @@ def _cone(preds: list[list[int]], pos: dict[int, int], i: int, p: int) -> set[in
     return cone
 
 
-def _length(region: Region, order: Sequence[int], machine: Machine) -> int:
-    return int(issue_cycles(region, order, machine.issue_width).max()) + 1
+class _Timing:
+    """`issue_cycles`'s greedy timing of orders that differ from a current one (`reset`) only
+    from some position on: the current order's issue cycles and clock at each position are
+    kept, so an order is timed from where it departs. Issue cycles never decrease along an
+    order, so its length is its last instruction's cycle + 1."""
+
+    def __init__(self, preds: list[list[tuple[int, int]]], issue_width: int) -> None:
+        self.preds = preds  # [n][(src, latency)]
+        self.iw = check_issue_width(issue_width)
+        self.cycles: list[int] = []  # [n]: the current order's issue cycle per instruction
+        self.clock: list[tuple[int, int]] = []  # [n]: (cycle, issued in it) before position k
+
+    def reset(self, order: Sequence[int]) -> int:
+        """Make ``order`` the current one; its length (cycles)."""
+        self.cycles = [0] * len(order)
+        self.clock = []
+        return self._run(order, 0, self.cycles)
+
+    def length(self, order: Sequence[int], p: int, bound: int) -> int:
+        """The length of ``order``, which issues the current order's first ``p`` instructions
+        first, in the same order; or some figure at least ``bound`` once it is clear that
+        ``order`` is no shorter than ``bound``."""
+        return self._run(order, p, self.cycles[:], bound=bound)
+
+    def _run(
+        self, order: Sequence[int], p: int, cycles: list[int], *, bound: int | None = None
+    ) -> int:
+        cycle, used = self.clock[p] if p else (0, 0)
+        iw, left = self.iw, len(order) - p
+        for j in order[p:]:
+            if bound is None:
+                self.clock.append((cycle, used))
+            ready = 0
+            for q, lat in self.preds[j]:
+                if cycles[q] + lat > ready:
+                    ready = cycles[q] + lat
+            cycle, used = in_order_issue(cycle, used, ready, iw, PyScalars)
+            cycles[j] = cycle
+            left -= 1
+            # Every instruction left takes an issue slot (``used`` >= 1 are taken in ``cycle``):
+            # the last issues at least this late.
+            if bound is not None and cycle + (left + used - 1) // iw + 1 >= bound:
+                return bound
+        return cycle + 1

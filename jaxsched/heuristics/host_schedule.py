@@ -81,6 +81,7 @@ class HostRegion(NamedTuple):
     live_through: list[int]  # [F]: constant pressure per file
     reg_readers: list[list[int]]  # [R]: instructions using or defining the register
     sink: np.ndarray  # bool[N]: no successor
+    lives: _Lives | None  # the tables of `_peaks_of_permutation`; None: use the step loop
 
 
 def _real(rows: np.ndarray, sentinel: int) -> list[list[int]]:
@@ -134,6 +135,7 @@ def host_region(dev: DeviceRegion | HostRegion) -> HostRegion:
         live_through=lst(dev.live_through),
         reg_readers=readers,
         sink=(succ == N).all(axis=1),
+        lives=_lives(dev, uses, defs),
     )
 
 
@@ -392,10 +394,92 @@ def stall_schedule_host(
 
 def order_peak_rp_host(dev: DeviceRegion | HostRegion, order: np.ndarray) -> np.ndarray:
     """int32[F]: `list_scheduler.order_peak_rp` on the host: the per-file peak RP of issuing
-    ``order`` (int[N], padding N)."""
+    ``order`` (int[N], padding N; or the real ids alone)."""
     t = host_region(dev)
+    order = np.asarray(order)
+    real = order[order < t.N]
+    if t.lives is not None and real.shape[0] == t.n:
+        return _peaks_of_permutation(t.lives, real)
     regs = _init_regs(t)
-    for j in np.asarray(order).tolist():
-        if j < t.N:  # the sentinel changes nothing
-            _issue_regs(t, regs, j)
+    for j in real.tolist():
+        _issue_regs(t, regs, j)
     return np.asarray(regs.peak, np.int32)
+
+
+class _Lives(NamedTuple):
+    """A region's register accesses as flat tables, for `_peaks_of_permutation` (A uses, B
+    defs, R registers, F files, n real instructions)."""
+
+    n: int
+    files: int  # F
+    use_ins: np.ndarray  # int64[A]: the instruction of each use
+    use_reg: np.ndarray  # int64[A]: its register
+    def_ins: np.ndarray  # int64[B]: the instruction of each def
+    def_reg: np.ndarray  # int64[B]: its register
+    reg_file: np.ndarray  # int64[R]
+    reg_width: np.ndarray  # float64[R]: width in 32-bit units
+    live_in: np.ndarray  # bool[R]
+    lasting: np.ndarray  # bool[R]: never dies (live-out, or live-in and never used)
+    used: np.ndarray  # bool[R]: some instruction uses it
+    live_through: np.ndarray  # int64[F]
+
+
+def _lives(dev: DeviceRegion, uses: list[list[int]], defs: list[list[int]]) -> _Lives | None:
+    """The `_Lives` tables of a padded region; None where `_issue_regs`'s step loop is the
+    only exact count (an instruction naming a register twice among its uses or defs, or use
+    counts that differ from the uses)."""
+    n, R = int(dev.n), int(dev.reg_width.shape[0])
+    if any(len(set(x)) != len(x) for x in (*uses, *defs)):
+        return None
+    use_ins = np.repeat(np.arange(len(uses)), [len(x) for x in uses])
+    def_ins = np.repeat(np.arange(len(defs)), [len(x) for x in defs])
+    use_reg = np.fromiter((r for x in uses for r in x), np.int64, use_ins.shape[0])
+    def_reg = np.fromiter((r for x in defs for r in x), np.int64, def_ins.shape[0])
+    counts = np.bincount(use_reg, minlength=R)
+    num_uses = np.asarray(dev.reg_num_uses)
+    if (counts != num_uses).any() or (use_ins >= n).any() or (def_ins >= n).any():
+        return None
+    live_in, live_out = np.asarray(dev.reg_live_in, bool), np.asarray(dev.reg_live_out, bool)
+    return _Lives(
+        n=n,
+        files=int(np.asarray(dev.live_through).shape[0]),
+        use_ins=use_ins,
+        use_reg=use_reg,
+        def_ins=def_ins,
+        def_reg=def_reg,
+        reg_file=np.asarray(dev.reg_file, np.int64),
+        reg_width=np.asarray(dev.reg_width, np.float64),
+        live_in=live_in,
+        lasting=live_out | (live_in & (counts == 0)),
+        used=counts > 0,
+        live_through=np.asarray(dev.live_through, np.int64),
+    )
+
+
+def _peaks_of_permutation(t: _Lives, order: np.ndarray) -> np.ndarray:
+    """int32[F]: `_issue_regs`'s per-file peak over ``order`` (int[n], every real instruction
+    once), from each register's live range instead of a step loop. Step k of the order is
+    index k + 1 (index 0: the start). A register counts from its first def's index (0 when
+    live-in) up to its last use's, excluded (it dies there before the peak is taken), or to
+    the end if it never dies; a def at or after its last use (or of a register never used)
+    counts at its own index alone (born, counted, dead)."""
+    n, R = t.n, t.reg_width.shape[0]
+    index = np.empty(n, np.int64)
+    index[order] = np.arange(1, n + 1)
+    last_use = np.zeros(R, np.int64)
+    np.maximum.at(last_use, t.use_reg, index[t.use_ins])
+    first_def = np.full(R, n + 1, np.int64)
+    def_at = index[t.def_ins]
+    np.minimum.at(first_def, t.def_reg, def_at)
+    start = np.where(t.live_in, 0, first_def)
+    end = np.where(t.lasting, n + 1, np.where(t.used, last_use, start))
+    end = np.maximum(end, start)
+    spike = ~t.lasting[t.def_reg] & (def_at >= last_use[t.def_reg])
+    row = t.reg_file * (n + 2)  # each file's first key
+    at = (row[t.def_reg] + def_at)[spike]
+    w_at = t.reg_width[t.def_reg][spike]
+    keys = np.concatenate([row + start, row + end, at, at + 1])
+    weights = np.concatenate([t.reg_width, -t.reg_width, w_at, -w_at])
+    rp = np.bincount(keys, weights, minlength=t.files * (n + 2)).reshape(t.files, n + 2)
+    peak = np.cumsum(rp, axis=1)[:, : n + 1].max(axis=1)
+    return (peak.round().astype(np.int64) + t.live_through).astype(np.int32)
