@@ -21,7 +21,7 @@ of the final assembly, weighted by LLVM's block frequencies, per wave slot (divi
 occupancy). Per function: the time ratio to LLVM's default and to the best of LLVM's
 strategies, occupancy, spills, scratch. Also: the model's agreement with the final code per
 region (`agreement`: the model as it is, and without the region's end and the IR alias rule,
-as before), ``mb_sad_calc``'s loop, the bundled example kernels, and the time of the whole
+as before; per block class for the model as it is), ``mb_sad_calc``'s loop, the bundled example kernels, and the time of the whole
 call. Writes ``benchmarks/reports/{name}.{md,json}``.
 """
 
@@ -304,7 +304,7 @@ def _allocation_stats(pairs: list[tuple[int, int]], machine) -> dict:
 
 
 def _agreement_pairs(target: str, paths: list[Path], llc: str) -> list[tuple]:
-    """(model length, llvm-mca cycles, opcode classes of the block) per region alone in a
+    """(model length, llvm-mca cycles, the block's class, `block_class`) per region alone in a
     block of LLVM's final code (identified by `debug-instr-number` tags)."""
     from jaxsched.heuristics import issue_cycles
 
@@ -354,23 +354,52 @@ def _agreement_pairs(target: str, paths: list[Path], llc: str) -> list[tuple]:
                 pairs.append(int(issue_cycles(mr.region, full).max()) + 1)
                 blocks.append(numbered[b.number].instrs)
     cycles = mca_cycles(blocks, mcpu=mcpu) if blocks else []
-    return [(m, c) for m, c in zip(pairs, cycles, strict=True) if not math.isnan(c)]
+    return [
+        (m, c, block_class(b))
+        for m, c, b in zip(pairs, cycles, blocks, strict=True)
+        if not math.isnan(c)
+    ]
 
 
-def _agreement_stats(pairs: list[tuple]) -> dict:
-    """Rank correlation, median relative error and mean ratio of model length to cycles."""
+#: `block_class`'s classes, by the slowest memory a block touches (mnemonic prefixes).
+BLOCK_CLASSES = (
+    ("global memory", ("buffer_", "global_", "flat_", "image_", "scratch_")),
+    ("LDS", ("ds_",)),
+    ("scalar memory", ("s_load_", "s_buffer_load_")),
+)
+
+
+def block_class(instrs: tuple[str, ...]) -> str:
+    """The class of a block of final assembly (instruction lines): the first of
+    `BLOCK_CLASSES` some instruction's mnemonic starts with, else "ALU only"."""
+    mnemonics = [i.split(maxsplit=1)[0] for i in instrs if i.strip()]
+    for name, prefixes in BLOCK_CLASSES:
+        if any(m.startswith(prefixes) for m in mnemonics):
+            return name
+    return "ALU only"
+
+
+def _agreement_stats(pairs: list[tuple], by_class: bool = True) -> dict:
+    """Rank correlation, median relative error and mean ratio of model length to cycles;
+    the same per block class (`block_class`) under ``classes``."""
     import numpy as np
 
     if len(pairs) < 3:
         return {"blocks": len(pairs)}
-    model, mca = (np.asarray(x, float) for x in zip(*pairs, strict=True))
+    model, mca = (np.asarray([p[k] for p in pairs], float) for k in (0, 1))
     rank = lambda a: np.argsort(np.argsort(a))  # noqa: E731
-    return {
+    out = {
         "blocks": len(pairs),
         "rank_correlation": float(np.corrcoef(rank(model), rank(mca))[0, 1]),
         "median_error": float(np.median(np.abs(model - mca) / np.maximum(mca, 1))),
         "mean_ratio": float(np.mean(model / np.maximum(mca, 1))),
     }
+    if by_class:
+        names = [n for n, _ in BLOCK_CLASSES] + ["ALU only"]
+        out["classes"] = {
+            n: _agreement_stats([p for p in pairs if p[2] == n], by_class=False) for n in names
+        }
+    return out
 
 
 # ---------------------------------------------------------------------- report
@@ -511,8 +540,29 @@ def _agreement_md(report: dict) -> list[str]:
         "",
         '"before": without the region\'s end (every instruction complete) and the IR alias rule.',
         "",
+        "By block class (the slowest memory an instruction of the final block touches: global "
+        "memory, then LDS, then scalar memory, else ALU only), the model as it is:",
+        "",
+        harness.table(["target", "class", *head[2:]], _class_rows(report)),
+        "",
     ]
     return lines
+
+
+def _class_rows(report: dict) -> list[list]:
+    """Per target and block class: the agreement of the model as it is."""
+    rows = []
+    for r in report["targets"]:
+        classes = r.get("agreement", {}).get("now", {}).get("classes", {})
+        for name, a in classes.items():
+            if "rank_correlation" not in a:
+                rows.append([r["target"], name, a["blocks"], "", "", ""])
+                continue
+            rank, err, ratio = a["rank_correlation"], a["median_error"], a["mean_ratio"]
+            rows.append(
+                [r["target"], name, a["blocks"], f"{rank:.3f}", f"{100 * err:.1f}%", f"{ratio:.3f}"]
+            )
+    return rows
 
 
 def _allocation_md(report: dict) -> list[str]:
