@@ -131,6 +131,44 @@ def test_latency_table_of_a_processor_is_its_models():
     assert latency_cpu("tonga") == latency_cpu("gfx908") == "gfx906"
 
 
+_COMPARE_SELECT = """\
+---
+name:            f
+tracksRegLiveness: true
+registers:
+  - { id: 0, class: vgpr_32 }
+  - { id: 1, class: vgpr_32 }
+  - { id: 2, class: sreg_64_xexec }
+  - { id: 3, class: vgpr_32 }
+  - { id: 4, class: sreg_64 }
+body:             |
+  bb.0:
+    liveins: $vgpr0, $vgpr1
+    %0:vgpr_32 = COPY $vgpr0
+    %1:vgpr_32 = COPY $vgpr1
+    %2:sreg_64_xexec = V_CMP_GT_F32_e64 0, %0, 0, %1, 0, implicit $mode, implicit $exec
+    %3:vgpr_32 = V_CNDMASK_B32_e64 0, %0, 0, %1, %2, implicit $exec
+    %4:sreg_64 = S_AND_B64 %2, %2, implicit-def dead $scc
+    S_ENDPGM 0, implicit %3, implicit %4
+...
+"""
+
+
+@pytest.mark.parametrize(("mcpu", "select"), [("gfx906", 1), ("gfx942", 3)])
+def test_a_valu_reading_an_sgpr_a_valu_wrote_waits_out_the_hazard(mcpu: str, select: int):
+    """On gfx942 LLVM puts two wait states (``s_nop 1``) between a compare writing a lane mask
+    and a VALU reading it (not an SALU): the model's edge takes them; gfx906 has no such
+    hazard."""
+    (mr,) = read_mir("f.mir", text=_COMPARE_SELECT, mcpu=mcpu).regions
+    texts = [i.opcode for i in mr.instrs]
+    cmp, sel, sand = (
+        texts.index(o) for o in ("V_CMP_GT_F32_e64", "V_CNDMASK_B32_e64", "S_AND_B64")
+    )
+    edges = {(e.src, e.dst): e.latency for e in mr.region.edges}
+    assert edges[(cmp, sel)] == select
+    assert edges[(cmp, sand)] == 1
+
+
 def test_the_names_table():
     assert {ALIASES[a] for a in ("tahiti", "verde", "hainan", "bonaire", "tonga", "fiji")} == {
         "gfx600",

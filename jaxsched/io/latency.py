@@ -107,6 +107,13 @@ LATENCY_BY_CPU = {
     "gfx1100": _GFX11,
     "gfx1201": _GFX11,
 }
+#: Wait states between a VALU instruction that writes an SGPR (a compare's lane mask, a carry
+#: out, ``v_readfirstlane``) and a VALU instruction that reads it, by llc ``-mcpu``: LLVM's
+#: hazard recognizer puts ``s_nop 1`` between the two on the gfx940 family (on the shared
+#: kernels' gfx942 code through llc 19, 445 of the 603 ``s_nop`` of LLVM's schedules sit
+#: before a ``v_cndmask`` or ``v_addc_co`` right after the compare or add that feeds it);
+#: gfx906 needs none. A data edge of that kind takes at least 1 + these cycles.
+VALU_SGPR_HAZARD = {"gfx942": 2}
 #: The target whose latencies the MIR front end uses unless told otherwise.
 DEFAULT_CPU = "gfx906"
 ANTI_LATENCY = 0

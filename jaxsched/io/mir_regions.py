@@ -252,6 +252,11 @@ def instr_latency(ins: MirInstr, table: dict[str, int]) -> int:
     return max(table[lat.latency_class(x.opcode)] for x in inner) + len(inner) - 1
 
 
+def _is_valu(ins: MirInstr) -> bool:
+    """True if ``ins`` (or a member of its bundle) is a VALU instruction (``V_`` opcode)."""
+    return any(x.opcode.startswith("V_") for x in members(ins))
+
+
 def is_boundary(ins: MirInstr) -> bool:
     """True if LLVM ends a scheduling region at ``ins`` (see the module docstring)."""
     if any(lat.is_boundary_opcode(x.opcode) for x in members(ins)):
@@ -382,11 +387,17 @@ def build_edges(
     widths: dict[str, int | None],
     mcpu: str = lat.DEFAULT_CPU,
     ir: IrFunction | None = None,
+    sgprs: frozenset[str] = frozenset(),
 ) -> list[Edge]:
     """All dependence edges among ``instrs`` (ids = positions), see the module docstring;
     data edges carry ``mcpu``'s latencies; ``ir``, the function's IR, rules out memory edges
-    between accesses it proves apart (`jaxsched.io.mir_alias`)."""
+    between accesses it proves apart (`jaxsched.io.mir_alias`). ``sgprs``: the virtual
+    registers of SGPR classes, whose data edges from a VALU def to a VALU use take
+    ``mcpu``'s `jaxsched.io.latency.VALU_SGPR_HAZARD` wait states."""
     deps = _Dependences(instrs, widths, lat.latency_table(mcpu), ir)
+    hazard = lat.VALU_SGPR_HAZARD.get(mcpu, 0)
+    if hazard and sgprs:
+        deps.hazard = (1 + hazard, sgprs, [_is_valu(x) for x in instrs])
     for i, ins in enumerate(instrs):
         eff = _effects(ins, widths)
         for reg, mask in eff.vuses:
@@ -421,9 +432,22 @@ class _Dependences:
         self.p_uses: dict[str, list[int]] = {}  # unit -> [instr]
         self.last_barrier = -1
         self.accesses: list[tuple[int, _MemKind, MirInstr]] = []
+        # (edge latency, SGPR virtual registers, bool per instruction: VALU) of the
+        # VALU-writes-SGPR hazard (`build_edges`), or None where the target has none.
+        self.hazard: tuple[int, frozenset[str], list[bool]] | None = None
 
     def _edge(self, j: int, i: int, latency: int, kind: str) -> None:
         self.edges.append(Edge(src=j, dst=i, latency=latency, kind=kind))
+
+    def _data_latency(self, j: int, i: int, reg: str) -> int:
+        """The latency of the data edge j -> i through virtual ``reg``: ``j``'s, or the
+        VALU-writes-SGPR hazard's (`build_edges`) where longer."""
+        if self.hazard is None:
+            return self.latency[j]
+        cycles, sgprs, valu = self.hazard
+        if valu[j] and valu[i] and reg in sgprs:
+            return max(self.latency[j], cycles)
+        return self.latency[j]
 
     def virtual_use(self, i: int, reg: str, mask: int) -> None:
         """Data edges from the defs reaching the lanes ``mask`` of ``reg``; records the use."""
@@ -434,7 +458,7 @@ class _Dependences:
             if dead:
                 continue  # LLVM: a dead def has no uses and kills nothing
             if remaining & dmask:
-                self._edge(j, i, self.latency[j], "data")
+                self._edge(j, i, self._data_latency(j, i, reg), "data")
             remaining &= ~kmask
         lanes = self.pending.setdefault(reg, {})
         for b in _bits(mask):
@@ -719,6 +743,7 @@ def extract_regions(
             for r in set(fn.reg_classes) | set(inline)
         }
         widths = {r: (v.width if v else None) for r, v in regs_all.items()}
+        sgprs = frozenset(r for r, v in regs_all.items() if v and v.file == "SGPR")
         lanes = Lanes(fn, regs_all)
         live_out = function_liveness(fn, lanes)
         reach = function_definitions(fn, lanes)
@@ -730,7 +755,7 @@ def extract_regions(
             for k, run in enumerate(runs):
                 name = f"{fn.name}:bb.{b.number}:{k}"
                 region = _make_region(
-                    name, fn, b, run, live, lanes, widths, inline, mcpu, ir.function(fn.name)
+                    name, fn, b, run, live, lanes, widths, inline, mcpu, ir.function(fn.name), sgprs
                 )
                 out.append(region)
     return out
@@ -747,6 +772,7 @@ def _make_region(
     inline: dict[str, str],
     mcpu: str,
     ir: IrFunction | None = None,
+    sgprs: frozenset[str] = frozenset(),
 ) -> MirRegion:
     instrs = tuple(b.instrs[k] for k in run)
     groups = tuple((b.instrs[k].line, *b.trailing[k]) for k in run)
@@ -763,7 +789,7 @@ def _make_region(
             reg = lanes.register(r)
             if reg is not None:
                 through[reg.file] = through.get(reg.file, 0) + reg.width
-        edges = build_edges(instrs, widths, mcpu, ir)
+        edges = build_edges(instrs, widths, mcpu, ir, sgprs)
         exits = completion_edges(instrs, edges, mcpu)
         if exits:
             insts.append(Instruction(EXIT_TEXT, (), ()))
