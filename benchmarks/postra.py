@@ -21,8 +21,8 @@ of the final assembly, weighted by LLVM's block frequencies, per wave slot (divi
 occupancy). Per function: the time ratio to LLVM's default and to the best of LLVM's
 strategies, occupancy, spills, scratch. Also: the model's agreement with the final code per
 region (`agreement`: the model as it is, and without the region's end and the IR alias rule,
-as before; per block class for the model as it is), ``mb_sad_calc``'s loop, the bundled example kernels, and the time of the whole
-call. Writes ``benchmarks/reports/{name}.{md,json}``.
+as before; per block class for the model as it is), ``mb_sad_calc``'s loop, the bundled
+example kernels, and the time of the whole call. Writes ``benchmarks/reports/{name}.{md,json}``.
 """
 
 from __future__ import annotations
@@ -387,10 +387,9 @@ def _agreement_stats(pairs: list[tuple], by_class: bool = True) -> dict:
     if len(pairs) < 3:
         return {"blocks": len(pairs)}
     model, mca = (np.asarray([p[k] for p in pairs], float) for k in (0, 1))
-    rank = lambda a: np.argsort(np.argsort(a))  # noqa: E731
     out = {
         "blocks": len(pairs),
-        "rank_correlation": float(np.corrcoef(rank(model), rank(mca))[0, 1]),
+        "rank_correlation": float(np.corrcoef(_ranks(model), _ranks(mca))[0, 1]),
         "median_error": float(np.median(np.abs(model - mca) / np.maximum(mca, 1))),
         "mean_ratio": float(np.mean(model / np.maximum(mca, 1))),
     }
@@ -400,6 +399,16 @@ def _agreement_stats(pairs: list[tuple], by_class: bool = True) -> dict:
             n: _agreement_stats([p for p in pairs if p[2] == n], by_class=False) for n in names
         }
     return out
+
+
+def _ranks(a):
+    """Spearman's ranks of ``a`` (float[n]): tied values share their mean rank, so the
+    correlation does not depend on the order of the pairs."""
+    import numpy as np
+
+    _, tie, count = np.unique(a, return_inverse=True, return_counts=True)
+    first = np.concatenate([[0], np.cumsum(count)[:-1]])  # each value's first rank
+    return (first + (count - 1) / 2)[tie]
 
 
 # ---------------------------------------------------------------------- report
