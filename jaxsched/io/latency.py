@@ -114,6 +114,12 @@ LATENCY_BY_CPU = {
 #: before a ``v_cndmask`` or ``v_addc_co`` right after the compare or add that feeds it);
 #: gfx906 needs none. A data edge of that kind takes at least 1 + these cycles.
 VALU_SGPR_HAZARD = {"gfx942": 2}
+#: Wait states between a VALU instruction that writes VCC and a ``v_div_fmas`` that reads it
+#: (LLVM's ``checkDivFMasHazards``, every GCN target): on the shared kernels' code, 90 of
+#: gfx942's ``s_nop`` and 64 of gfx906's. In the MIR the value reaches VCC by ``$vcc = COPY``
+#: (coalesced by the allocator): the edge goes from the copied value's VALU def to the
+#: ``V_DIV_FMAS`` and takes at least 1 + these cycles.
+DIV_FMAS_HAZARD = {"gfx906": 4, "gfx90a": 4, "gfx942": 4}
 #: The target whose latencies the MIR front end uses unless told otherwise.
 DEFAULT_CPU = "gfx906"
 ANTI_LATENCY = 0

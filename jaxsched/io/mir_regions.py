@@ -398,6 +398,7 @@ def build_edges(
     hazard = lat.VALU_SGPR_HAZARD.get(mcpu, 0)
     if hazard and sgprs:
         deps.hazard = (1 + hazard, sgprs, [_is_valu(x) for x in instrs])
+    deps.div_fmas = 1 + lat.DIV_FMAS_HAZARD.get(mcpu, 0)
     for i, ins in enumerate(instrs):
         eff = _effects(ins, widths)
         for reg, mask in eff.vuses:
@@ -435,6 +436,7 @@ class _Dependences:
         # (edge latency, SGPR virtual registers, bool per instruction: VALU) of the
         # VALU-writes-SGPR hazard (`build_edges`), or None where the target has none.
         self.hazard: tuple[int, frozenset[str], list[bool]] | None = None
+        self.div_fmas = 1  # the edge latency of the VALU-writes-VCC hazard of V_DIV_FMAS
 
     def _edge(self, j: int, i: int, latency: int, kind: str) -> None:
         self.edges.append(Edge(src=j, dst=i, latency=latency, kind=kind))
@@ -490,6 +492,8 @@ class _Dependences:
                 j = defs[-1][0]
                 self._edge(j, i, self.latency[j], "data")
             self.p_uses.setdefault(u, []).append(i)
+        if self.div_fmas > 1 and "vcc_lo" in puses:
+            self._div_fmas_hazard(i)
         for units, dead in pdefs:
             for u in units:
                 for k in self.p_uses.get(u, []):
@@ -503,6 +507,22 @@ class _Dependences:
                 else:
                     self.p_defs[u] = [(i, dead)]
                     self.p_uses[u] = []
+
+    def _div_fmas_hazard(self, i: int) -> None:
+        """A ``V_DIV_FMAS`` reading VCC that ``$vcc = COPY %x`` wrote: an edge from ``%x``'s
+        VALU def, which the allocator makes write VCC itself (`lat.DIV_FMAS_HAZARD`)."""
+        if not any(x.opcode.startswith("V_DIV_FMAS") for x in members(self.instrs[i])):
+            return
+        defs = self.p_defs.get("vcc_lo", [])
+        if not defs or self.instrs[defs[-1][0]].opcode != "COPY":
+            return
+        j = defs[-1][0]
+        for op in self.instrs[j].regs:
+            if op.virtual and not op.is_def:
+                src = [k for k, _, _, dead in self.vdefs.get(op.name, []) if k < j and not dead]
+                if src and _is_valu(self.instrs[src[-1]]):
+                    k = src[-1]
+                    self._edge(k, i, max(self.latency[k], self.div_fmas), "data")
 
     def memory(self, i: int, ins: MirInstr) -> None:
         """Order edges of barriers and of memory accesses that may alias (one a store)."""
