@@ -122,6 +122,21 @@ def test_schedule_results_are_hoisted_where_far_from_the_bound():
     assert report.peak_rp == result.peak_rp
     assert result.occupancy == report.occupancy == 10
     assert 18 < result.peak_rp["VGPR"] <= 21
+    # Every ant dies in every iteration: 4 cautious iterations, then one that ends the pass.
+    assert result.history["ilp_alive"] == [0] * 5
+
+
+def test_a_dead_iteration_once_the_caution_is_spent_ends_the_pass():
+    """The same loop with the caution capped at 2: the ILP pass ends after 3 iterations in
+    which every ant died (it used to wait out its patience as well), with the same result."""
+    (region,) = load_regions(DATA / "histo_final_loop.gfx906.jsonl")
+    machine = get_machine("gfx906")
+    params = jaxsched.default_params(caution_max=2.0)
+    (result,) = jaxsched.schedule([region], machine, seed=0, params=params)
+    assert result.iterations[1] == 3 and result.history["ilp_alive"] == [0] * 3
+    (default,) = jaxsched.schedule([region], machine, seed=0)
+    assert result.order == default.order
+    verify(region, machine, result.cycles, order=np.asarray(result.order))
 
 
 def test_the_guard_gets_orders_hoisted_toward_the_level_limit():

@@ -123,7 +123,8 @@ class ColonyParams(NamedTuple):
     #                            steered below the RP limit minus this fraction of it per
     #                            such iteration (0.125) ...
     caution_max: jax.Array  # f32[]: ... at most this many times (4); until then such an
-    #                           iteration does not count towards the pass's patience
+    #                           iteration does not count towards the pass's patience, after
+    #                           that it ends the pass
     cycle_threshold: jax.Array  # f32[]: skip the ILP pass when its start is within this many
     #                               cycles of the length bound (21; -1: never skip) ...
     cycle_threshold_fraction: jax.Array  # f32[]: ... and within this fraction of the bound

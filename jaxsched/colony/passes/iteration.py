@@ -5,7 +5,8 @@ the iteration winner is found by a reduction, the pheromone evaporates and the w
 get a deposit, the table is clamped, and the global best, the stall budget and the history are
 updated. A pass runs while
 `running`: the best is above the pass's lower bound, fewer than ``patience`` iterations passed
-without improvement, and the iteration cap is not reached.
+without improvement (an iteration in which every ant died counts as none while the caution
+can grow, as the whole patience once it cannot), and the iteration cap is not reached.
 """
 
 from __future__ import annotations
@@ -198,9 +199,12 @@ def iterate(
     )
     best_cost = jnp.where(improved, w_cost, pass_state.best_cost)
     # Every ant died: steer the next ones further below the RP limit, and do not count the
-    # iteration against the pass's patience while that is still possible.
+    # iteration against the pass's patience while that is still possible; once the caution
+    # is spent, such an iteration ends the pass (the next ants would sample the same table).
     alive = ant_total(~res.dead, ant_axis)
     careful = (alive == 0) & (pass_state.caution < params.caution_max)
+    hopeless = (alive == 0) & ~careful
+    waited = pass_state.no_improve + jnp.where(careful, 0, 1)
     return pass_state._replace(
         tau=pheromone.deposit(
             pass_state.tau, pass_state.constants.heuristic, w_order, w_cost, params
@@ -211,7 +215,9 @@ def iterate(
         best_stalls=jnp.where(improved, stalls, pass_state.best_stalls),
         stall_budget=budget,
         iteration=pass_state.iteration + 1,
-        no_improve=jnp.where(improved, 0, pass_state.no_improve + jnp.where(careful, 0, 1)),
+        no_improve=jnp.where(
+            improved, 0, jnp.where(hopeless, pass_state.constants.patience, waited)
+        ),
         caution=pass_state.caution + careful.astype(jnp.int32),
         history_best=pass_state.history_best.at[pass_state.iteration].set(best_cost),
         history_winner=pass_state.history_winner.at[pass_state.iteration].set(w_cost),
