@@ -19,7 +19,9 @@ llc 19 makes of the kernels' IR without its ``"target-cpu"`` attributes):
 Every compile is judged by `jaxsched.io.mir_judge`: llvm-mca 19's cycles of every basic block
 of the final assembly, weighted by LLVM's block frequencies, per wave slot (divided by llc's
 occupancy). Per function: the time ratio to LLVM's default and to the best of LLVM's
-strategies, occupancy, spills, scratch. Also: the model's agreement with the final code per
+strategies, occupancy, spills, scratch. Also: how far any order could go by the model's
+bounds (`room`: the length and register-pressure lower bounds of the regions of LLVM's final
+code), the model's agreement with the final code per
 region (`agreement`: the model as it is, and without the region's end and the IR alias rule,
 as before; per block class for the model as it is), ``mb_sad_calc``'s loop, the bundled
 example kernels, and the time of the whole call. Writes ``benchmarks/reports/{name}.{md,json}``.
@@ -34,7 +36,9 @@ import tarfile
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import harness
 import numpy as np
@@ -46,7 +50,8 @@ from jaxsched.io.mir_alias import IrModule
 from jaxsched.io.mir_judge import judge_mir, mca_cycles, split_blocks
 from jaxsched.io.mir_llc import compile_mir
 from jaxsched.io.mir_llvm import llvm_orders, tag_instructions
-from jaxsched.io.mir_parse import MirError, read_mir_text
+from jaxsched.io.mir_parse import MirError, ParsedMir, read_mir_text
+from jaxsched.io.mir_regions import MirModule
 from jaxsched.io.mir_write import OrderError, check_order
 from jaxsched.machines.amdgpu import TARGETS
 from jaxsched.machines.model import get_machine
@@ -303,24 +308,30 @@ def _allocation_stats(pairs: list[tuple[int, int]], machine) -> dict:
     }
 
 
-def _agreement_pairs(target: str, paths: list[Path], llc: str) -> list[tuple]:
-    """(model length, llvm-mca cycles, the block's class, `block_class`) per region alone in a
-    block of LLVM's final code (identified by `debug-instr-number` tags)."""
-    from jaxsched.heuristics import issue_cycles
+class _LlvmFile(NamedTuple):
+    """One file compiled with LLVM's default scheduler, its instructions tagged."""
 
-    mcpu, pairs, blocks = TARGETS[target].mcpu, [], []
+    module: MirModule  # the input
+    orders: list  # LLVM's order per region (`llvm_orders`; None where it has none)
+    final: ParsedMir  # llc's final MIR (``-stop-before=branch-relaxation``), tags kept
+    figs: dict  # the judge's figures per function (`mir_judge.FunctionTime`)
+    asm: str  # the final assembly
+    owner: dict  # debug-instr-number tag -> index of the region holding the instruction
+    tagged: Counter  # region index -> its tagged instructions
+
+
+def _llvm_files(target: str, paths: list[Path], llc: str) -> Iterator[_LlvmFile]:
+    """Each file LLVM's default scheduler compiles (a file llc refuses is left out)."""
+    mcpu = TARGETS[target].mcpu
     for p in paths:
         module = read_mir(p, mcpu=target)
         try:
             orders = llvm_orders(module, mcpu=mcpu, llc=llc)
             text, tags = tag_instructions(module)
-            final = read_mir_text(
-                "final",
-                text=compile_mir(
-                    text, mcpu=mcpu, start="-start-before", stop="branch-relaxation", llc=llc
-                ).stdout,
+            final = compile_mir(
+                text, mcpu=mcpu, start="-start-before", stop="branch-relaxation", llc=llc
             )
-            asm = compile_mir(text, mcpu=mcpu, start="-start-before", llc=llc).stdout
+            figs, asm = judge_mir(text, mcpu=mcpu, start="-start-before", llc=llc)
         except MirError:
             continue
         owner = {
@@ -329,36 +340,109 @@ def _agreement_pairs(target: str, paths: list[Path], llc: str) -> list[tuple]:
             for i in mr.instrs
             if i.line in tags
         }
-        asm_blocks = split_blocks(asm)
-        for fn in final.functions:
+        final_mir = read_mir_text("final", text=final.stdout)
+        yield _LlvmFile(module, orders, final_mir, figs, asm, owner, Counter(owner.values()))
+
+
+def _held(block, owner: dict) -> Counter:
+    """Region index -> how many of its instructions a block of the final MIR holds."""
+    return Counter(
+        owner[int(t.group(1))]
+        for i in block.instrs
+        if (t := _TAG.search(i.text)) and int(t.group(1)) in owner
+    )
+
+
+def _llvm_length(mr, order) -> int | None:
+    """The model's length of LLVM's order of a region (None: unmodelled, or an order our
+    edges refuse)."""
+    from jaxsched.heuristics import issue_cycles
+
+    if mr.region is None or mr.problem or order is None:
+        return None
+    try:
+        check_order(mr, order)
+    except OrderError:
+        return None
+    return int(issue_cycles(mr.region, mr.model_order(order)).max()) + 1
+
+
+def _agreement_pairs(target: str, paths: list[Path], llc: str) -> list[tuple]:
+    """(model length, llvm-mca cycles, the block's class, `block_class`) per region alone in a
+    block of LLVM's final code (identified by `debug-instr-number` tags)."""
+    pairs, blocks = [], []
+    for f in _llvm_files(target, paths, llc):
+        asm_blocks = split_blocks(f.asm)
+        for fn in f.final.functions:
             numbered = {b.number: b for b in asm_blocks.get(fn.name, [])}
             for b in fn.blocks:
-                held = Counter(
-                    owner[int(t.group(1))]
-                    for i in b.instrs
-                    if (t := _TAG.search(i.text)) and int(t.group(1)) in owner
-                )
+                held = _held(b, f.owner)
                 if len(held) != 1 or b.number not in numbered:
                     continue
                 ((k, count),) = held.items()
-                mr, order = module.regions[k], orders[k]
-                if mr.region is None or mr.problem or order is None:
+                mr = f.module.regions[k]
+                length = _llvm_length(mr, f.orders[k])
+                if length is None or count < 0.8 * f.tagged[k]:
                     continue
-                if count < 0.8 * sum(i.line in tags for i in mr.instrs):
-                    continue
-                try:
-                    check_order(mr, order)
-                except OrderError:
-                    continue
-                full = mr.model_order(order)
-                pairs.append(int(issue_cycles(mr.region, full).max()) + 1)
+                pairs.append(length)
                 blocks.append(numbered[b.number].instrs)
-    cycles = mca_cycles(blocks, mcpu=mcpu) if blocks else []
+    cycles = mca_cycles(blocks, mcpu=TARGETS[target].mcpu) if blocks else []
     return [
         (m, c, block_class(b))
         for m, c, b in zip(pairs, cycles, blocks, strict=True)
         if not math.isnan(c)
     ]
+
+
+def room(target: str, paths: list[Path]) -> dict:
+    """How far any order could go, by the model's bounds, from LLVM's final code.
+
+    Per function of LLVM's default compile: each block of the final code that holds regions
+    could save at most its judged cycles x ``1 - sum(bound) / sum(length)`` over them (the
+    model's length of LLVM's order, `length_lower_bound`: the critical path and issue
+    bound, no register limit), at LLVM's occupancy. With the occupancy bound as well: the
+    occupancy of the regions' RP lower bounds (`rp_lower_bound`), no higher than llc's where
+    llc's occupancy is below what its own registers allow (LDS or another limit binds).
+    Both are optimistic: the bounds need not be reachable, together or apart."""
+    from jaxsched.heuristics.bounds import length_lower_bound, rp_lower_bound
+    from jaxsched.machines.amdgpu import occupancy
+
+    machine, tgt = get_machine(target), TARGETS[target]
+    rows = []
+    for f in _llvm_files(target, paths, LLC[VERSION.get(target, 19)]):
+        lengths, occ_bound = {}, {}
+        for k, mr in enumerate(f.module.regions):
+            length = _llvm_length(mr, f.orders[k])
+            if length is None:
+                continue
+            peaks, _ = rp_lower_bound(mr.region, machine)
+            occ = machine.occupancy([peaks[name] for name in machine.file_names])
+            lengths[k] = (length, length_lower_bound(mr.region, machine))
+            occ_bound[mr.function] = min(occ_bound.get(mr.function, occ), occ)
+        for fn in f.final.functions:
+            fig = f.figs.get(fn.name)
+            if fig is None or not fig.cycles > 0:
+                continue
+            judged = {b: (freq, c) for b, freq, c in fig.blocks}
+            save = 0.0
+            for b in fn.blocks:
+                held = _held(b, f.owner)
+                if not held or b.number not in judged or any(k not in lengths for k in held):
+                    continue
+                length, bound = (sum(lengths[k][i] for k in held) for i in (0, 1))
+                save += judged[b.number][0] * judged[b.number][1] * max(0.0, 1 - bound / length)
+            at_llvm = (fig.cycles - save) / fig.cycles
+            occ, best_occ = fig.occupancy, fig.occupancy
+            if occ > 0 and occupancy(tgt, fig.stats.vgprs, fig.stats.sgprs) <= occ:
+                best_occ = max(occ, occ_bound.get(fn.name, occ))
+            rows.append((at_llvm, at_llvm * max(occ, 1) / max(best_occ, 1), best_occ > occ))
+    return {
+        "functions": len(rows),
+        "length_bound": _geo([math.log(r[0]) for r in rows]),
+        "with_occupancy": _geo([math.log(r[1]) for r in rows]),
+        "little_room": sum(r[0] > 0.995 for r in rows),
+        "occupancy_up": sum(r[2] for r in rows),
+    }
 
 
 #: `block_class`'s classes, by the slowest memory a block touches (mnemonic prefixes).
@@ -509,12 +593,51 @@ def markdown(report: dict) -> str:
         strat = ", ".join(f"{s} {v:.4f}" for s, v in t["strategies_vs_default"].items())
         lines.append(f"- {r['target']}: kept {t['kept']}; LLVM's strategies / default: {strat}.")
     parts = (
+        _room_md(report),
         _agreement_md(report),
         _allocation_md(report),
         _examples_md(report),
         _slower_md(report),
     )
     return "\n".join([*lines, *(line for part in parts for line in part)])
+
+
+def _room_md(report: dict) -> list[str]:
+    """How far any order could go, by the model's bounds (`room`)."""
+    rows = [
+        [
+            r["target"],
+            x["functions"],
+            f"{x['length_bound']:.4f}",
+            f"{x['with_occupancy']:.4f}",
+            x["little_room"],
+            x["occupancy_up"],
+            f"{r['totals']['final_vs_default']:.4f}",
+        ]
+        for r in report["targets"]
+        if (x := r.get("room")) and x["functions"]
+    ]
+    if not rows:
+        return []
+    head = ["target", "functions", "length bound, LLVM's occupancy", "with the occupancy bound",
+            "room < 0.5%", "occupancy bound above LLVM's", "written"]  # fmt: skip
+    return [
+        "",
+        "## How far any order could go, by the model's bounds",
+        "",
+        "Per function of LLVM's default compile: every block of the final code saves at most "
+        "its judged cycles x (1 - the regions' length lower bound / the model's length of "
+        "LLVM's order), at LLVM's occupancy; then also divided by the occupancy of the "
+        "regions' register-pressure lower bounds where that is higher (not where llc's "
+        "occupancy is already below what its registers allow: LDS or another limit binds). "
+        "Geomeans of time per wave slot against LLVM's default, as above. Both bounds are "
+        "optimistic (no register limit on the length bound; the allocator's registers "
+        "above the model's; the two together). The judge's own quirks (docs/frontends.md) are "
+        "outside them.",
+        "",
+        harness.table(head, rows),
+        "",
+    ]
 
 
 def _agreement_md(report: dict) -> list[str]:
@@ -674,6 +797,7 @@ def main(argv: list[str] | None = None) -> int:
             if not args.no_agreement:
                 result["agreement"] = agreement(target, paths)
                 result["allocation"] = allocation(target, paths, result["functions"])
+                result["room"] = room(target, paths)
             result["wall_s"] = time.perf_counter() - t0
             report["targets"].append(result)
             print(target, {k: v for k, v in result["totals"].items() if k != "kept"}, flush=True)
