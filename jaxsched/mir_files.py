@@ -431,7 +431,8 @@ def colony_scheduler(
     orders before the retargeting (where it changed any); under `LLVM_OCCUPANCY`, with
     ``llvm_occupancy`` (llc's occupancy of each region's function with LLVM's scheduler, or
     None), the regions above LLVM's occupancy solved again for it (`_at_llvm_occupancy`);
-    `_reserved` and `_hoisted_to_level`."""
+    `_reserved` and `_hoisted_to_level`. A function a few moves lift to the next occupancy
+    level is solved again from there first (`_lifted`; under `UNLIFTED` the orders before)."""
     function_of = function_of or _function_by_name
 
     def colony(regions: list[Region]) -> list[tuple[int, ...]]:
@@ -442,12 +443,16 @@ def colony_scheduler(
             return schedule(subset, m, **kw)
 
         got = solve(regions, machine)
+        unlifted = [tuple(r.order) for r in got]
+        got = _lifted(regions, got, machine, function_of, solve)
         own = [tuple(r.order) for r in got]
         targets = function_targets(regions, got, machine, function_of)
         got, targets = _retargeted(regions, got, targets, machine, solve)
         orders = [tuple(r.order) for r in got]
         if alternatives is not None:
             alternatives[SHORTEST] = [tuple(r.order_without_headroom) for r in got]
+            if own != unlifted:
+                alternatives[UNLIFTED] = unlifted
             if orders != own:
                 alternatives[OWN_OCCUPANCY] = own
             if llvm_occupancy is not None:
@@ -461,6 +466,76 @@ def colony_scheduler(
         return orders
 
     return colony
+
+
+#: The guard's label of the colony's orders before `_lifted` raised some function's occupancy.
+UNLIFTED = "ours-unlifted"
+#: `_lifted` tries a function whose regions at its lowest occupancy are at most this many
+#: registers (summed over files) above the next level's limits.
+LIFT_EXCESS = 4
+
+
+def _lifted(
+    regions: list[Region],
+    got: list,
+    machine: Machine,
+    function_of: Callable[[Region], Hashable],
+    solve: Callable[[list[Region], Machine], list],
+) -> list:
+    """``got`` with each function below the machine's target occupancy whose regions at its
+    lowest occupancy `jaxsched.heuristics.lower_peak` brings all within the next level's
+    limits (each at most `LIFT_EXCESS` registers above them): those regions solved again
+    from the moved orders (renumbered, so that the colony starts there), each new result
+    kept where its occupancy is higher. The RP objective is a staircase: the colony gets no
+    pull towards a level it misses by a register (parboil's lbm loop, docs/colony.md)."""
+    import numpy as np
+
+    from jaxsched.heuristics.lower_peak import lower_peak
+    from jaxsched.machines.model import rp_limits
+
+    top, files = int(machine.target_occupancy), machine.file_names
+    lowest = _lowest_occupancy(regions, got, top, function_of)
+    moved: dict[int, tuple[int, ...]] = {}
+    for key, low in lowest.items():
+        if low >= top:
+            continue
+        limits = rp_limits(machine.occupancy_lut, top, top - low - 1, xp=np)
+        ks = [k for k, r in enumerate(got) if function_of(regions[k]) == key and r.occupancy == low]
+        found = {}
+        for k in ks:
+            peaks = np.asarray([got[k].peak_rp[f] for f in files])
+            if int(np.maximum(peaks - limits, 0).sum()) > LIFT_EXCESS:
+                break
+            order = lower_peak(regions[k], machine, got[k].order, limits)
+            if order is None:
+                break
+            found[k] = order
+        else:
+            moved.update(found)
+    if not moved:
+        return got
+    ks = sorted(moved)
+    new = solve([regions[k].renumbered(moved[k]) for k in ks], machine)
+    out = list(got)
+    for k, r in zip(ks, new, strict=True):
+        if r.occupancy > got[k].occupancy:
+            out[k] = _renumbered_back(r, moved[k])
+    return out
+
+
+def _renumbered_back(result, order: Sequence[int]):
+    """A `jaxsched.colony.Result` of ``region.renumbered(order)`` as one of ``region``."""
+    import numpy as np
+
+    back = lambda o: tuple(int(order[j]) for j in o)  # noqa: E731
+    cycles = np.empty_like(result.cycles)
+    cycles[np.asarray(order)] = result.cycles
+    return replace(
+        result,
+        order=back(result.order),
+        cycles=cycles,
+        order_without_headroom=back(result.order_without_headroom),
+    )
 
 
 #: The guard's label of the colony's orders before each function's regions are retargeted to
@@ -548,16 +623,27 @@ def function_targets(
     buy length and cost nothing (LLVM's GCN scheduler reschedules to the function's occupancy
     likewise)."""
     top = int(machine.target_occupancy)
-    lowest: dict[Hashable, int] = {}
-    for region, r in zip(regions, results, strict=True):
-        key = function_of(region)
-        lowest[key] = min(lowest.get(key, top), int(r.occupancy))
+    lowest = _lowest_occupancy(regions, results, top, function_of)
     out = []
     for region, r in zip(regions, results, strict=True):
         low = lowest[function_of(region)]
         room = r.occupancy > low and r.length > r.length_lower_bound
         out.append(low if room else top)
     return out
+
+
+def _lowest_occupancy(
+    regions: Sequence[Region],
+    results: Sequence,
+    top: int,
+    function_of: Callable[[Region], Hashable],
+) -> dict[Hashable, int]:
+    """Per function, the lowest occupancy of its regions' ``results`` (at most ``top``)."""
+    lowest: dict[Hashable, int] = {}
+    for region, r in zip(regions, results, strict=True):
+        key = function_of(region)
+        lowest[key] = min(lowest.get(key, top), int(r.occupancy))
+    return lowest
 
 
 def _by_target(

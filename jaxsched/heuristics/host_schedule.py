@@ -458,11 +458,18 @@ def _lives(dev: DeviceRegion, uses: list[list[int]], defs: list[list[int]]) -> _
 
 def _peaks_of_permutation(t: _Lives, order: np.ndarray) -> np.ndarray:
     """int32[F]: `_issue_regs`'s per-file peak over ``order`` (int[n], every real instruction
-    once), from each register's live range instead of a step loop. Step k of the order is
-    index k + 1 (index 0: the start). A register counts from its first def's index (0 when
-    live-in) up to its last use's, excluded (it dies there before the peak is taken), or to
-    the end if it never dies; a def at or after its last use (or of a register never used)
-    counts at its own index alone (born, counted, dead)."""
+    once): the highest of `pressure_of_permutation`."""
+    return pressure_of_permutation(t, order).max(axis=1).astype(np.int32)
+
+
+def pressure_of_permutation(t: _Lives, order: np.ndarray) -> np.ndarray:
+    """int64[F, n + 1]: per file, the pressure `_issue_regs` takes its peak over, at the start
+    (index 0) and after each step of ``order`` (int[n], every real instruction once; step k
+    is index k + 1), live-through included; from each register's live range instead of a
+    step loop. A register counts from its first def's index (0 when live-in) up to its last
+    use's, excluded (it dies there before the peak is taken), or to the end if it never dies;
+    a def at or after its last use (or of a register never used) counts at its own index
+    alone (born, counted, dead)."""
     n, R = t.n, t.reg_width.shape[0]
     index = np.empty(n, np.int64)
     index[order] = np.arange(1, n + 1)
@@ -481,5 +488,5 @@ def _peaks_of_permutation(t: _Lives, order: np.ndarray) -> np.ndarray:
     keys = np.concatenate([row + start, row + end, at, at + 1])
     weights = np.concatenate([t.reg_width, -t.reg_width, w_at, -w_at])
     rp = np.bincount(keys, weights, minlength=t.files * (n + 2)).reshape(t.files, n + 2)
-    peak = np.cumsum(rp, axis=1)[:, : n + 1].max(axis=1)
-    return (peak.round().astype(np.int64) + t.live_through).astype(np.int32)
+    pressure = np.cumsum(rp, axis=1)[:, : n + 1].round().astype(np.int64)
+    return pressure + t.live_through[:, None]

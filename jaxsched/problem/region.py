@@ -334,6 +334,20 @@ class Region:
             "live_through": dict(sorted(self.live_through.items())),
         }
 
+    def renumbered(self, order: Sequence[int]) -> Region:
+        """The same region with its instructions in ``order`` (instruction k of the result is
+        instruction ``order[k]`` of this one; a permutation of every instruction), edges
+        renumbered: its input order is ``order``, so a solver that starts from the input order
+        starts there. Map a result's order back with ``[order[j] for j in result_order]``."""
+        pos = {int(j): k for k, j in enumerate(order)}
+        if sorted(pos) != list(range(len(self))) or len(order) != len(self):
+            raise RegionError(f"region {self.name!r}: renumbered needs a permutation of 0..n-1")
+        edges = [e._replace(src=pos[e.src], dst=pos[e.dst]) for e in self.edges]
+        insts = [self.instructions[int(j)] for j in order]
+        return Region.build(
+            self.name, insts, self.registers, edges, self.live_in, self.live_out, self.live_through
+        )
+
 
 # ---------------------------------------------------------------------- validation helpers
 def _string(v: object, what: str, where: str, limit: int = MAX_NAME_LENGTH) -> str:
