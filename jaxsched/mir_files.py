@@ -451,10 +451,10 @@ def colony_scheduler(
         orders = [tuple(r.order) for r in got]
         if alternatives is not None:
             alternatives[SHORTEST] = [tuple(r.order_without_headroom) for r in got]
-            if own != unlifted:
-                alternatives[UNLIFTED] = unlifted
             if orders != own:
                 alternatives[OWN_OCCUPANCY] = own
+            if own != unlifted:  # after OWN_OCCUPANCY, whose label a file lifting nothing keeps
+                alternatives[UNLIFTED] = unlifted
             if llvm_occupancy is not None:
                 frugal, shortest = _at_llvm_occupancy(regions, got, machine, llvm_occupancy, solve)
                 if frugal != orders:
